@@ -1,0 +1,222 @@
+"""Command line: one small function per subcommand, and the exit-code contract of CONTRACT.md.
+
+0 ran clean; 1 findings at or above --fail-on; 2 usage error or unusable input (one line, no traceback);
+3 internal error (a short message and the path of a crash report). Only this module prints or exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import tempfile
+import traceback
+from typing import Callable, NoReturn, Sequence
+
+from envcheck import __version__
+from envcheck.errors import EnvcheckError, UsageError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit 2, never a usage dump on stderr."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _prefixes(text: str) -> tuple[str, ...]:
+    items = tuple(part.strip().upper() for part in text.split(",") if part.strip())
+    for item in items:
+        if not item.startswith("EC") or not item[2:].isdigit() and item != "EC":
+            raise argparse.ArgumentTypeError(f"{item!r} is not a finding id prefix such as EC3 or EC301")
+    return items
+
+
+def _add_probe_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--python", metavar="PATH", help="probe this interpreter's environment (a venv or conda "
+                                                         "env's python) instead of envcheck's own")
+    deep = parser.add_mutually_exclusive_group()
+    deep.add_argument("--deep", dest="deep", action="store_true", default=None,
+                      help="import torch and compiled extensions in child processes (default: when a GPU is present)")
+    deep.add_argument("--no-deep", dest="deep", action="store_false", help="never import anything")
+    parser.add_argument("--import-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="time limit for each child import (default 60)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="envcheck", description="Find and explain the environment problems that kill GPU "
+                                                  "fine-tuning runs.")
+    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    probe = commands.add_parser("probe", help="capture a snapshot of this machine as JSON")
+    _add_probe_options(probe)
+    probe.add_argument("-o", "--output", metavar="FILE", help="write the snapshot to FILE instead of stdout")
+    probe.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    probe.add_argument("--json", action="store_true", help="accepted for symmetry: the snapshot is always JSON")
+
+    doctor = commands.add_parser("doctor", help="probe (or read a snapshot), check, and report")
+    _add_probe_options(doctor)
+    doctor.add_argument("--snapshot", metavar="FILE", help="judge this snapshot instead of probing")
+    doctor.add_argument("--fail-on", default="error", choices=("info", "warning", "error", "fatal"),
+                        help="exit 1 when a finding is at or above this severity (default: error)")
+    doctor.add_argument("--select", type=_prefixes, default=(), metavar="PREFIXES",
+                        help="only findings whose id starts with one of these (comma-separated, e.g. EC3,EC101)")
+    doctor.add_argument("--ignore", type=_prefixes, default=(), metavar="PREFIXES",
+                        help="drop findings whose id starts with one of these")
+    output = doctor.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
+    output.add_argument("--format", choices=("text", "json", "markdown"), default=None, help="report format")
+    doctor.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR instead of the bundled one")
+    doctor.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the text report (default: only on a terminal)")
+    matrix = commands.add_parser("matrix", help="validate or show the compatibility matrix")
+    matrix.add_argument("action", choices=("validate", "show"))
+    matrix.add_argument("--matrix", metavar="DIR", help="a matrix directory instead of the bundled one")
+    matrix.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    return parser
+
+
+def _progress(message: str) -> None:
+    if sys.stderr.isatty():
+        print(f"envcheck: {message}...", file=sys.stderr, flush=True)
+
+
+def _check_python(path: str | None) -> None:
+    if path is None:
+        return
+    if not os.path.exists(path):
+        raise UsageError(f"--python {path}: no such file")
+    if os.path.isdir(path):
+        raise UsageError(f"--python {path}: is a directory; give the interpreter, e.g. {path.rstrip('/')}/bin/python")
+    if not os.access(path, os.X_OK):
+        raise UsageError(f"--python {path}: not executable")
+
+
+def _capture(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from envcheck.probes import capture
+
+    _check_python(args.python)
+    return capture(python=args.python, deep=args.deep, progress=_progress, import_timeout=args.import_timeout)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from envcheck.formats.jsonfmt import dumps
+
+    if args.output and os.path.exists(args.output) and not args.force:
+        raise UsageError(f"{args.output} exists; use --force to overwrite it")
+    text = dumps(_capture(args).to_dict())
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as error:
+            raise UsageError(f"cannot write {args.output}: {error.strerror or error}") from None
+        print(f"envcheck: snapshot written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from envcheck.checks import run_checks
+    from envcheck.checks.model import Severity
+    from envcheck.formats import render_json, render_markdown, render_text
+    from envcheck.matrix import load_matrix
+    from envcheck.report import Report
+    from envcheck.snapshot import load_snapshot
+
+    if args.snapshot and (args.python or args.deep):
+        raise UsageError("--snapshot judges a recorded snapshot; it cannot be combined with --python or --deep")
+    matrix = load_matrix(getattr(args, "matrix", None))
+    snapshot = load_snapshot(args.snapshot) if args.snapshot else _capture(args)
+    findings = run_checks(snapshot, matrix, args.select, args.ignore)
+    report = Report(snapshot, tuple(findings), matrix.data_version if matrix else None)
+    fmt = args.format or "text"
+    if fmt == "json":
+        sys.stdout.write(render_json(report))
+    elif fmt == "markdown":
+        sys.stdout.write(render_markdown(report))
+    else:
+        colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+        sys.stdout.write(render_text(report, colour=colour))
+    return EXIT_FINDINGS if report.fails(Severity.parse(args.fail_on)) else EXIT_OK
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from envcheck.formats.jsonfmt import dumps
+    from envcheck.matrix import load_matrix
+    from envcheck.matrix.validate import problems
+
+    matrix = load_matrix(args.matrix, validated=False)
+    found = problems(matrix)
+    if args.action == "validate":
+        if args.json:
+            sys.stdout.write(dumps({"path": matrix.path, "data_version": matrix.data_version, "valid": not found,
+                                    "problems": found, "counts": matrix.counts()}))
+        else:
+            for problem in found:
+                print(f"{matrix.path}/{problem}")
+            state = f"{len(found)} problem(s)" if found else "valid"
+            print(f"matrix {matrix.data_version} at {matrix.path}: {state}", file=sys.stderr if found else sys.stdout)
+        return EXIT_FINDINGS if found else EXIT_OK
+    if found:
+        raise UsageError(f"{matrix.path}: {found[0]} (run 'envcheck matrix validate' for all problems)")
+    from envcheck.formats.matrix_text import render_matrix
+
+    if args.json:
+        from envcheck.serde import to_dict
+
+        sys.stdout.write(dumps(to_dict(matrix)))
+    else:
+        sys.stdout.write(render_matrix(matrix))
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "probe": cmd_probe, "doctor": cmd_doctor, "matrix": cmd_matrix,
+}
+
+
+def _write_crash_report(error: BaseException, argv: Sequence[str]) -> str:
+    """Save the traceback (redacted) where the user can attach it to a bug report."""
+    from envcheck.redact import Redactor
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    body = (f"envcheck {__version__} crashed\nargv: {' '.join(argv)}\npython: {sys.version}\n\n"
+            + "".join(traceback.format_exception(type(error), error, error.__traceback__)))
+    body = Redactor().text(body)
+    directory = os.environ.get("ENVCHECK_CRASH_DIR") or tempfile.gettempdir()
+    fd, path = tempfile.mkstemp(prefix=f"envcheck-crash-{stamp}-", suffix=".txt", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(body)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return EXIT_USAGE
+        return COMMANDS[args.command](args)
+    except UsageError as error:
+        print(f"envcheck: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("envcheck: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK  # `envcheck doctor | head` closed the pipe: not an error
+    except (EnvcheckError, Exception) as error:  # a bug: keep the traceback for the report, not the screen
+        try:
+            where = _write_crash_report(error, argv)
+        except OSError:
+            where = "(could not write a crash report)"
+        print(f"envcheck: internal error: {type(error).__name__}: {error}\n"
+              f"envcheck: crash report written to {where}; please attach it to a bug report", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,137 @@
+"""Cross-row and cross-file rules of the matrix: ids, references, versions, specifiers, patterns, sources."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envcheck.checks.model import CATEGORIES, Severity
+
+SPECIAL_WHEN_KEYS = frozenset({
+    "python", "torch_cuda", "driver", "cuda_driver", "nvcc", "compute_capability", "glibc", "nccl_loaded", "gpu_name",
+})
+_DIST_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_CC = re.compile(r"^\d+\.\d+$")
+
+
+def _version(where: str, text: str | None) -> Iterator[str]:
+    if text is None:
+        return
+    try:
+        Version(text)
+    except InvalidVersion:
+        yield f"{where}: {text!r} is not a version"
+
+
+def _specifier(where: str, text: str) -> Iterator[str]:
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        yield f"{where}: {text!r} is not a PEP 440 specifier set"
+
+
+def _sources(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    from envcheck.matrix import _ATTRIBUTE
+
+    for key, attribute in _ATTRIBUTE.items():
+        for index, row in enumerate(getattr(matrix, attribute)):
+            if not row.source.strip():
+                yield f"{key}[{index}].source: empty; every fact needs its original source"
+
+
+def problems(matrix) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every rule the data breaks, each naming the file and the dotted key path."""
+    found: list[str] = []
+    found += [f"(any file): {p}" for p in _sources(matrix)]
+    for i, row in enumerate(matrix.cuda_releases):
+        found += [f"cuda.toml: {p}" for p in _version(f"cuda_release[{i}].version", row.version)]
+        found += [f"cuda.toml: {p}" for p in _version(f"cuda_release[{i}].min_driver_linux", row.min_driver_linux)]
+    for i, row in enumerate(matrix.minor_version_compat):
+        found += [f"cuda.toml: {p}" for p in _version(f"minor_version_compat[{i}].min_driver_linux", row.min_driver_linux)]
+    releases = {row.version for row in matrix.torch_releases}
+    for i, row in enumerate(matrix.torch_releases):
+        found += [f"torch.toml: {p}" for p in _specifier(f"torch_release[{i}].python", row.python)]
+        found += [f"torch.toml: {p}" for p in _version(f"torch_release[{i}].version", row.version)]
+    cudas = {row.version for row in matrix.cuda_releases}
+    for i, row in enumerate(matrix.torch_builds):
+        if releases and row.torch not in releases:
+            found.append(f"torch.toml: torch_build[{i}].torch: {row.torch!r} has no [[torch_release]] row")
+        if cudas and row.cuda not in cudas:
+            found.append(f"torch.toml: torch_build[{i}].cuda: {row.cuda!r} has no [[cuda_release]] row in cuda.toml")
+        for cc in (*row.arch_list, *row.ptx):
+            if not _CC.match(cc):
+                found.append(f"torch.toml: torch_build[{i}].arch_list: {cc!r} is not X.Y")
+    ccs = {row.cc for row in matrix.compute_capabilities}
+    for i, row in enumerate(matrix.gpus):
+        if ccs and row.compute_capability not in ccs:
+            found.append(f"gpus.toml: gpu[{i}].compute_capability: {row.compute_capability!r} has no "
+                         "[[compute_capability]] row")
+        if not row.match or any(m != m.lower() for m in row.match):
+            found.append(f"gpus.toml: gpu[{i}].match: needs lower-case substrings")
+    for i, row in enumerate(matrix.package_releases):
+        found += [f"packages.toml: {p}" for p in _specifier(f"package_release[{i}].versions", row.versions)]
+        for key, spec in row.requires.items():
+            if key not in ("compute_capability",):
+                found += [f"packages.toml: {p}" for p in _specifier(f"package_release[{i}].requires.{key}", spec)]
+    for i, row in enumerate(matrix.llamafactory_releases):
+        found += [f"llamafactory.toml: {p}" for p in _specifier(f"llamafactory_release[{i}].python", row.python)]
+        for key, spec in row.requires.items():
+            found += [f"llamafactory.toml: {p}" for p in _specifier(f"llamafactory_release[{i}].requires.{key}", spec)]
+    found += list(_ids(matrix))
+    found += list(_known_bad(matrix))
+    found += list(_signatures(matrix))
+    return found
+
+
+def _ids(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    seen: dict[str, str] = {}
+    for kind, rows in (("known_bad", matrix.known_bad), ("signature", matrix.signatures)):
+        for i, row in enumerate(rows):
+            where = f"{kind}[{i}].id"
+            if row.id in seen:
+                yield f"{where}: duplicate id {row.id!r} (also {seen[row.id]})"
+            seen[row.id] = where
+
+
+def _known_bad(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    for i, row in enumerate(matrix.known_bad):
+        where = f"known_bad.toml: known_bad[{i}]"
+        if row.category not in CATEGORIES:
+            yield f"{where}.category: unknown category {row.category!r}"
+        try:
+            Severity.parse(row.severity)
+        except ValueError as error:
+            yield f"{where}.severity: {error}"
+        if not row.when:
+            yield f"{where}.when: empty; a known-bad entry needs conditions"
+        for key, spec in row.when.items():
+            if key == "gpu_name":
+                continue
+            if key not in SPECIAL_WHEN_KEYS and not _DIST_NAME.match(key):
+                yield f"{where}.when.{key}: not a normalized distribution name or a known fact"
+            yield from _specifier(f"{where}.when.{key}", spec)
+
+
+def _signatures(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    for i, row in enumerate(matrix.signatures):
+        where = f"signatures.toml: signature[{i}]"
+        if row.cause not in CATEGORIES or row.cause == "other":
+            yield f"{where}.cause: {row.cause!r} is not a cause of the taxonomy"
+        if not 0 <= row.confidence <= 1:
+            yield f"{where}.confidence: {row.confidence} is outside 0..1"
+        try:
+            re.compile(row.pattern)
+        except re.error as error:
+            yield f"{where}.pattern: does not compile: {error}"
+
+
+def validate(matrix) -> None:  # type: ignore[no-untyped-def]
+    from envcheck.matrix import MatrixError
+
+    found = problems(matrix)
+    if found:
+        more = f" (and {len(found) - 1} more; run 'envcheck matrix validate --matrix {matrix.path}')" if len(found) > 1 else ""
+        raise MatrixError(f"{matrix.path}: {found[0]}{more}")
