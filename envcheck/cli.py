@@ -131,9 +131,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     if args.snapshot and (args.python or args.deep):
         raise UsageError("--snapshot judges a recorded snapshot; it cannot be combined with --python or --deep")
-    matrix = load_matrix(getattr(args, "matrix", None))
+    from envcheck.checks.meta import matrix_unusable
+    from envcheck.matrix import MatrixError
+
+    matrix_problem = None
+    try:
+        matrix = load_matrix(args.matrix)
+    except MatrixError as error:
+        if args.matrix:
+            raise  # the user's own matrix: their input, exit 2
+        matrix, matrix_problem = None, str(error)  # a damaged install must not cost the matrix-free checks
     snapshot = load_snapshot(args.snapshot) if args.snapshot else _capture(args)
     findings = run_checks(snapshot, matrix, args.select, args.ignore)
+    if matrix_problem:
+        findings = sorted([*findings, matrix_unusable(matrix_problem)], key=lambda f: f.sort_key())
     report = Report(snapshot, tuple(findings), matrix.data_version if matrix else None)
     fmt = args.format or "text"
     if fmt == "json":

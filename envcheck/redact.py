@@ -70,8 +70,9 @@ class Redactor:
         for secret in self.secret_values:
             if secret in value:
                 value = value.replace(secret, REDACTED)
-        if self.home and self.home not in ("", "/", "/root") and self.home in value:
-            value = value.replace(self.home, "~")
+        # Only a real per-user home (/home/x, /Users/x, /data/users/x), never a system directory such as /root.
+        if self.home.count("/") >= 2 and self.home in value:
+            value = re.sub(re.escape(self.home) + r"(?![^/\s:;,\"'])", "~", value)
         value = _SECRET_VALUE.sub(REDACTED, value)
         value = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + REDACTED + "@", value)
         value = _HOME_PATH.sub(lambda m: m.group("base") + "/<user>", value)

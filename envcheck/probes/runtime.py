@@ -31,21 +31,27 @@ except BaseException as error:
 report(facts)
 """
 
+# Only `import torch` decides ok/failed; each fact after it is gathered on its own, so one missing attribute
+# (an old torch, a CPU build) records an error string instead of failing the import.
 _TORCH_BODY = """
     import torch
-    facts["version"] = torch.__version__
-    facts["cuda"] = torch.version.cuda
-    facts["cxx11_abi"] = bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", None))
-    facts["cuda_available"] = torch.cuda.is_available()
-    facts["arch_list"] = torch.cuda.get_arch_list() if torch.version.cuda else []
-    facts["device_count"] = torch.cuda.device_count() if facts["cuda_available"] else 0
-    facts["capabilities"] = ["%d.%d" % torch.cuda.get_device_capability(i) for i in range(facts["device_count"])]
-    try:
-        n = torch.cuda.nccl.version()
-        facts["nccl_version"] = ".".join(str(p) for p in n) if isinstance(n, tuple) else str(n)
-    except Exception as error:
-        facts["nccl_version"] = None
-    facts["cudnn_version"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    def fact(name, read):
+        try:
+            facts[name] = read()
+        except Exception as error:
+            facts[name] = "error: %s: %s" % (type(error).__name__, error)
+    fact("version", lambda: torch.__version__)
+    fact("cuda", lambda: torch.version.cuda)
+    fact("cxx11_abi", lambda: bool(torch._C._GLIBCXX_USE_CXX11_ABI))
+    fact("cuda_available", lambda: torch.cuda.is_available())
+    fact("arch_list", lambda: torch.cuda.get_arch_list())
+    fact("device_count", lambda: torch.cuda.device_count() if facts.get("cuda_available") is True else 0)
+    fact("capabilities", lambda: ["%d.%d" % torch.cuda.get_device_capability(i) for i in range(facts["device_count"])])
+    def nccl():
+        found = torch.cuda.nccl.version()  # a tuple since torch 1.x's later releases, an int (2708) before
+        return ".".join(str(p) for p in found) if isinstance(found, tuple) else str(found)
+    fact("nccl_version", nccl)
+    fact("cudnn_version", lambda: torch.backends.cudnn.version())
 """
 
 
@@ -96,6 +102,12 @@ def _tail(text: str, lines: int = 8) -> str:
     return "\n".join(kept[-lines:])
 
 
+def _head(text: str, lines: int = 12) -> str:
+    """faulthandler prints the crash, then the innermost frames first: the head says where it died."""
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return "\n".join(kept[:lines])
+
+
 def interpret(result: proc.ProcResult) -> RuntimeResult:
     """Turn how a child ended into a RuntimeResult; a signal or a timeout is a finding, not an error."""
     facts: dict = {}  # type: ignore[type-arg]
@@ -113,7 +125,7 @@ def interpret(result: proc.ProcResult) -> RuntimeResult:
     if result.start_error:
         return RuntimeResult(False, None, None, f"could not start: {result.start_error}", duration_s=0.0)
     if result.signal_name:
-        return RuntimeResult(False, result.returncode, result.signal_name, _tail(result.stderr) or None,
+        return RuntimeResult(False, result.returncode, result.signal_name, _head(result.stderr) or None,
                              duration_s=round(result.duration_s, 3), facts=facts)
     if result.returncode != 0:
         return RuntimeResult(False, result.returncode, None, error or _tail(result.stderr) or "no error message",

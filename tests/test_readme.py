@@ -1,0 +1,24 @@
+"""README's two commands are the ones users and CI run."""
+
+from __future__ import annotations
+
+from conftest import REPO
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (REPO / "README.md").read_text()
+    ci_lines = [line for line in (REPO / ".ci" / "run").read_text().splitlines()
+                if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci_lines == ["python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest"]
+    assert ci_lines[0] in readme
+    assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/envcheck doctor" in readme
+
+
+def test_every_finding_id_is_documented_in_the_readme() -> None:
+    from envcheck.checks import REGISTRY, _load_check_modules
+
+    _load_check_modules()
+    readme = (REPO / "README.md").read_text()
+    for check in REGISTRY:
+        for finding_id in check.ids:
+            assert finding_id in readme, f"{finding_id} ({check.name}) is missing from README's table"
