@@ -142,3 +142,19 @@ def test_nvml_answers_are_read(fake_env: FakeEnv) -> None:
     assert found.gpus[0].name == "NVIDIA H100 80GB HBM3" and found.gpus[0].mig_mode is None
     assert found.gpus[0].uuid_hash != found.gpus[1].uuid_hash
     assert "GPU-" not in repr(found)  # the UUID itself never leaves the probe
+
+
+def test_no_driver_at_all_skips_without_spawning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def must_not_run():  # type: ignore[no-untyped-def]
+        raise AssertionError("NVML child started on a machine without a driver")
+
+    monkeypatch.setattr(nvidia, "probe_nvml", must_not_run)
+    found, skipped = nvidia.probe_nvidia(root=str(tmp_path))
+    assert found is None and [s.probe for s in skipped] == ["nvidia"]
+    assert "no NVIDIA driver" in skipped[0].reason
+
+
+def test_wsl_device_node_counts_as_a_driver(tmp_path: Path) -> None:
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "dxg").write_text("")
+    assert nvidia.driver_present(str(tmp_path))

@@ -175,8 +175,20 @@ def probe_proc(root: str = "/") -> tuple[Nvidia | None, str | None]:
     return Nvidia(driver, None, "proc", tuple(gpus)), None
 
 
+# Any of these exists wherever NVML can work: the kernel module's /proc entry and device nodes on Linux, the
+# /dev/dxg paravirtual device under WSL2 (where /proc/driver/nvidia is absent but NVML works).
+_DRIVER_MARKERS = ("proc/driver/nvidia/version", "dev/nvidiactl", "dev/nvidia0", "dev/dxg")
+
+
+def driver_present(root: str = "/") -> bool:
+    return any(os.path.exists(os.path.join(root, marker)) for marker in _DRIVER_MARKERS)
+
+
 def probe_nvidia(smi: str = "nvidia-smi", root: str = "/") -> tuple[Nvidia | None, list[Skipped]]:
     """Try each source in order of detail; the first that answers wins, the others' failures are recorded."""
+    if not driver_present(root):
+        reason = "no NVIDIA driver: no /proc/driver/nvidia, /dev/nvidiactl, /dev/nvidia0 or /dev/dxg"
+        return None, [Skipped("nvidia", reason)]
     skipped = []
     for name, attempt in (
         ("nvidia.nvml", probe_nvml),
