@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+from concurrent.futures import ThreadPoolExecutor
 import os
 import sys
 import tempfile
@@ -96,11 +97,21 @@ def _check_python(path: str | None) -> None:
         raise UsageError(f"--python {path}: not executable")
 
 
-def _capture(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from envcheck.probes import capture
+def _start_python_probe(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """Start the interpreter probe before envcheck imports the rest of itself: the two then overlap."""
+    from envcheck.probes.pyenv_start import start_python_probe
 
     _check_python(args.python)
-    return capture(python=args.python, deep=args.deep, progress=_progress, import_timeout=args.import_timeout)
+    return start_python_probe(args.python)
+
+
+def _capture(args: argparse.Namespace, started=None):  # type: ignore[no-untyped-def]
+    from envcheck.capture import capture
+
+    if started is None:
+        started = _start_python_probe(args)
+    return capture(python=args.python, deep=args.deep, progress=_progress, import_timeout=args.import_timeout,
+                   started_python=started)
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -122,6 +133,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.snapshot and (args.python or args.deep):
+        raise UsageError("--snapshot judges a recorded snapshot; it cannot be combined with --python or --deep")
+    started = None if args.snapshot else _start_python_probe(args)
     from envcheck.checks import run_checks
     from envcheck.checks.model import Severity
     from envcheck.formats import render_json, render_markdown, render_text
@@ -129,19 +143,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from envcheck.report import Report
     from envcheck.snapshot import load_snapshot
 
-    if args.snapshot and (args.python or args.deep):
-        raise UsageError("--snapshot judges a recorded snapshot; it cannot be combined with --python or --deep")
     from envcheck.checks.meta import matrix_unusable
     from envcheck.matrix import MatrixError
 
-    matrix_problem = None
-    try:
-        matrix = load_matrix(args.matrix)
-    except MatrixError as error:
-        if args.matrix:
-            raise  # the user's own matrix: their input, exit 2
-        matrix, matrix_problem = None, str(error)  # a damaged install must not cost the matrix-free checks
-    snapshot = load_snapshot(args.snapshot) if args.snapshot else _capture(args)
+    # Parsing the matrix is pure Python; probing mostly waits on child processes: overlap the two.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        matrix_job = pool.submit(load_matrix, args.matrix)
+        snapshot = load_snapshot(args.snapshot) if args.snapshot else _capture(args, started)
+        matrix_problem = None
+        try:
+            matrix = matrix_job.result()
+        except MatrixError as error:
+            if args.matrix:
+                raise  # the user's own matrix: their input, exit 2
+            matrix, matrix_problem = None, str(error)  # a damaged install must not cost the matrix-free checks
     findings = run_checks(snapshot, matrix, args.select, args.ignore)
     if matrix_problem:
         findings = sorted([*findings, matrix_unusable(matrix_problem)], key=lambda f: f.sort_key())

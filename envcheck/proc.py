@@ -57,15 +57,33 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def run(
-    argv: list[str] | tuple[str, ...],
-    timeout: float,
-    env: dict[str, str] | None = None,
-    stdin_text: str | None = None,
-) -> ProcResult:
-    """Run argv, wait at most `timeout` seconds, return how it ended."""
+@dataclass
+class Running:
+    """A started child; `finish` waits for it (at most `timeout` seconds from now) and describes how it ended."""
+
+    argv: tuple[str, ...]
+    child: subprocess.Popen[bytes]
+    started: float
+    stdin_text: str | None = None
+
+    def finish(self, timeout: float) -> ProcResult:
+        stdin = self.stdin_text.encode() if self.stdin_text is not None else None
+        try:
+            out, err = self.child.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.child)
+            out, err = _drain(self.child)
+            return ProcResult(self.argv, None, _text(out), _text(err), timed_out=True,
+                              duration_s=time.monotonic() - self.started)
+        return ProcResult(self.argv, self.child.returncode, _text(out), _text(err),
+                          duration_s=time.monotonic() - self.started)
+
+
+def start(
+    argv: list[str] | tuple[str, ...], env: dict[str, str] | None = None, stdin_text: str | None = None
+) -> Running | ProcResult:
+    """Start argv in its own process group; a ProcResult (with start_error) when it cannot start."""
     argv = tuple(argv)
-    started = time.monotonic()
     try:
         child = subprocess.Popen(
             argv,
@@ -81,13 +99,18 @@ def run(
         return ProcResult(argv, None, "", "", start_error="permission denied")
     except OSError as error:
         return ProcResult(argv, None, "", "", start_error=error.strerror or str(error))
-    try:
-        out, err = child.communicate(stdin_text.encode() if stdin_text is not None else None, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(child)
-        out, err = _drain(child)
-        return ProcResult(argv, None, _text(out), _text(err), timed_out=True, duration_s=time.monotonic() - started)
-    return ProcResult(argv, child.returncode, _text(out), _text(err), duration_s=time.monotonic() - started)
+    return Running(argv, child, time.monotonic(), stdin_text)
+
+
+def run(
+    argv: list[str] | tuple[str, ...],
+    timeout: float,
+    env: dict[str, str] | None = None,
+    stdin_text: str | None = None,
+) -> ProcResult:
+    """Run argv, wait at most `timeout` seconds, return how it ended."""
+    started = start(argv, env, stdin_text)
+    return started if isinstance(started, ProcResult) else started.finish(timeout)
 
 
 def _kill_group(child: subprocess.Popen[bytes]) -> None:

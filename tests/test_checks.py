@@ -7,11 +7,13 @@ import dataclasses
 import pytest
 from conftest import ASSETS
 
-from envcheck.checks import run_checks, selected
+from envcheck.checks import run_checks as _run_checks
+from envcheck.checks import selected
 from envcheck.checks.model import Severity
+from envcheck.matrix import load_matrix
 from envcheck.probes.python_env import read_deepspeed_info
 from envcheck.snapshot import (
-    CudaToolkit, DeepSpeed, Duplicate, Host, PythonEnv, RuntimeResult, Snapshot, Torch,
+    CudaToolkit, DeepSpeed, Duplicate, Host, PythonEnv, RuntimeResult, Skipped, Snapshot, Torch,
 )
 
 MIB = 1024**2
@@ -25,9 +27,18 @@ HEALTHY_HOST = Host(os="Ubuntu 22.04.4 LTS", kernel="5.15.0", arch="x86_64", gli
                     overcommit_memory=0)
 
 
+MATRIX = load_matrix()
+
+
+def run_checks(snap: Snapshot, _matrix: object = None, **kwargs):  # type: ignore[no-untyped-def]
+    """The matrix-free checks of this file run against the bundled matrix, as the doctor runs them."""
+    return _run_checks(snap, MATRIX, **kwargs)
+
+
 def snapshot(**changes) -> Snapshot:  # type: ignore[no-untyped-def]
+    """A healthy CPU host with an empty venv, as the probes would record it; `changes` break it."""
     base = Snapshot(schema_version=1, envcheck_version="0.1.0", captured_at="2026-11-29T00:00:00+00:00",
-                    host=HEALTHY_HOST)
+                    host=HEALTHY_HOST, python=env({}), skipped=(Skipped("nvidia", "no NVIDIA driver"),))
     return dataclasses.replace(base, **changes)
 
 
@@ -99,7 +110,7 @@ def test_local_version_labels_satisfy_plain_pins() -> None:
 
 
 def test_duplicates_and_broken_metadata() -> None:
-    python = env({"transformers": "4.46.0"}, duplicates=(Duplicate("transformers", ("4.46.0", "4.38.2"), ("/a", "/b")),),
+    python = env({"transformers": "4.45.2"}, duplicates=(Duplicate("transformers", ("4.45.2", "4.38.2"), ("/a", "/b")),),
                  broken=("/opt/venv/lib/python3.11/site-packages/x-1.0.dist-info: metadata has no Version",))
     found = ids(snapshot(python=python))
     assert found == {"EC204": Severity.WARNING, "EC205": Severity.WARNING}

@@ -9,7 +9,7 @@ import pytest
 from conftest import SCHEMA_PATH, assert_valid_snapshot
 
 from envcheck.errors import SnapshotError
-from envcheck.probes import capture
+from envcheck.capture import capture
 from envcheck.snapshot import Snapshot, load_snapshot
 
 

@@ -11,10 +11,10 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from envcheck.checks.model import Evidence, Finding, Fix, Severity
+from envcheck.checks.model import Evidence, Finding, Fix, Severity, Unevaluated
 from envcheck.snapshot import Snapshot
 
-CheckFunction = Callable[[Snapshot, object], Iterable[Finding]]
+CheckFunction = Callable[[Snapshot, object], Iterable["Finding | Unevaluated"]]
 ID_PATTERN = re.compile(r"^EC\d{3}$")
 
 
@@ -23,13 +23,14 @@ class Check:
     name: str
     ids: tuple[str, ...]  # every finding id this check can emit
     function: CheckFunction
+    needs_matrix: bool = False
 
 
 REGISTRY: list[Check] = []
 
 
-def check(*ids: str) -> Callable[[CheckFunction], CheckFunction]:
-    """Register a check that may emit the given finding ids."""
+def check(*ids: str, needs_matrix: bool = False) -> Callable[[CheckFunction], CheckFunction]:
+    """Register a check that may emit the given finding ids; `needs_matrix` ones are skipped without a matrix."""
     for finding_id in ids:
         if not ID_PATTERN.match(finding_id):
             raise ValueError(f"finding id {finding_id!r} does not match EC + 3 digits")
@@ -37,7 +38,7 @@ def check(*ids: str) -> Callable[[CheckFunction], CheckFunction]:
             raise ValueError(f"finding id {finding_id} is registered twice")
 
     def register(function: CheckFunction) -> CheckFunction:
-        REGISTRY.append(Check(f"{function.__module__}.{function.__name__}", ids, function))
+        REGISTRY.append(Check(f"{function.__module__}.{function.__name__}", ids, function, needs_matrix))
         return function
 
     return register
@@ -45,7 +46,9 @@ def check(*ids: str) -> Callable[[CheckFunction], CheckFunction]:
 
 def _load_check_modules() -> None:
     # Importing registers; kept here so that importing the framework alone has no side effects on order.
-    from envcheck.checks import extensions, host, python_env, runtime, toolkit  # noqa: F401
+    from envcheck.checks import (  # noqa: F401
+        driver, extensions, gpu_arch, host, known_bad, packages, python_env, runtime, toolkit,
+    )
 
 
 def selected(finding_id: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:
@@ -62,15 +65,35 @@ def run_checks(
 ) -> list[Finding]:
     _load_check_modules()
     findings: list[Finding] = []
+    unevaluated: list[Unevaluated] = []
     for registered in REGISTRY:
+        if registered.needs_matrix and matrix is None:
+            unevaluated.append(Unevaluated("matrix checks", "the compatibility matrix is not loaded"))
+            continue
         if not any(selected(finding_id, select, ignore) for finding_id in registered.ids):
             continue
         try:
             produced = list(registered.function(snapshot, matrix))
         except Exception as error:  # a bug in one check: report it and go on
             produced = [_crashed(registered, error)]
-        findings.extend(f for f in produced if f.id == "EC900" or selected(f.id, select, ignore))
+        unevaluated.extend(item for item in produced if isinstance(item, Unevaluated))
+        findings.extend(f for f in produced if isinstance(f, Finding) and (f.id == "EC900" or selected(f.id, select, ignore)))
+    if unevaluated and selected("EC599", select, ignore):
+        findings.append(_not_evaluated(unevaluated))
     return sorted(findings, key=Finding.sort_key)
+
+
+def _not_evaluated(items: list[Unevaluated]) -> Finding:
+    unique = sorted(set(items), key=lambda u: (u.rule, u.missing))
+    return Finding(
+        id="EC599",
+        severity=Severity.INFO,
+        category="other",
+        title=f"{len(unique)} rule(s) could not be evaluated for lack of facts",
+        detail="These were not checked, so their silence is not a clean bill of health: "
+               + "; ".join(f"{u.rule}: {u.missing}" for u in unique),
+        evidence=tuple(Evidence(u.rule, u.missing) for u in unique),
+    )
 
 
 def _crashed(registered: Check, error: Exception) -> Finding:
@@ -85,4 +108,5 @@ def _crashed(registered: Check, error: Exception) -> Finding:
     )
 
 
-__all__ = ["Check", "Evidence", "Finding", "Fix", "REGISTRY", "Severity", "check", "run_checks", "selected"]
+__all__ = ["Check", "Evidence", "Finding", "Fix", "REGISTRY", "Severity", "Unevaluated", "check", "run_checks",
+           "selected"]

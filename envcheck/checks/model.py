@@ -61,3 +61,15 @@ class Finding:
 
     def sort_key(self) -> tuple[int, str, str]:
         return (-int(self.severity), self.id, self.title)
+
+
+@dataclass(frozen=True)
+class Unevaluated:
+    """A rule that applied but could not be judged because a fact was not probed or not in the matrix.
+
+    Checks yield these beside Findings; the framework reports them together as one info finding (EC599), so the
+    user learns what was not checked instead of reading silence as health.
+    """
+
+    rule: str
+    missing: str

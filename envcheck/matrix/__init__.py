@@ -65,8 +65,13 @@ _ATTRIBUTE = {
 
 
 def bundled_matrix_dir() -> str:
-    from envcheck import compat_matrix
+    """The installed package data, or compat_matrix/ beside the package in a source checkout."""
+    try:
+        from envcheck import compat_matrix
+    except ImportError:
+        import envcheck
 
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(envcheck.__file__))), "compat_matrix")
     return os.path.dirname(os.path.abspath(compat_matrix.__file__))
 
 

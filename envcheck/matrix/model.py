@@ -113,6 +113,7 @@ class LlamaFactoryRelease:
     source: str
     extras: dict[str, dict[str, str]] = field(default_factory=dict)
     checked_at_runtime: tuple[str, ...] = ()
+    checked_ranges: dict[str, str] = field(default_factory=dict)
     confirmed: bool = True
     note: str | None = None
 
@@ -128,6 +129,7 @@ class KnownBad:
     fix: str
     source: str
     commands: tuple[str, ...] = ()
+    covered_by: str | None = None  # a dedicated doctor check (finding id) that reports this with more evidence
     confirmed: bool = True
     note: str | None = None
 

@@ -96,6 +96,13 @@ def _ids(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
             seen[row.id] = where
 
 
+def _finding_ids() -> set[str]:
+    from envcheck.checks import REGISTRY, _load_check_modules
+
+    _load_check_modules()
+    return {finding_id for registered in REGISTRY for finding_id in registered.ids}
+
+
 def _known_bad(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
     for i, row in enumerate(matrix.known_bad):
         where = f"known_bad.toml: known_bad[{i}]"
@@ -107,6 +114,8 @@ def _known_bad(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
             yield f"{where}.severity: {error}"
         if not row.when:
             yield f"{where}.when: empty; a known-bad entry needs conditions"
+        if row.covered_by is not None and row.covered_by not in _finding_ids():
+            yield f"{where}.covered_by: {row.covered_by!r} is not a finding id of any doctor check"
         for key, spec in row.when.items():
             if key == "gpu_name":
                 continue
@@ -118,8 +127,8 @@ def _known_bad(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
 def _signatures(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
     for i, row in enumerate(matrix.signatures):
         where = f"signatures.toml: signature[{i}]"
-        if row.cause not in CATEGORIES or row.cause == "other":
-            yield f"{where}.cause: {row.cause!r} is not a cause of the taxonomy"
+        if row.cause not in CATEGORIES:
+            yield f"{where}.cause: {row.cause!r} is not a cause of the taxonomy (or 'other' for context lines)"
         if not 0 <= row.confidence <= 1:
             yield f"{where}.confidence: {row.confidence} is outside 0..1"
         try:

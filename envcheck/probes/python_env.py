@@ -14,10 +14,10 @@ import sys
 from dataclasses import dataclass, field
 
 from envcheck import proc
+from envcheck.probes.pyenv_start import start_python_probe
 from envcheck.snapshot import DeepSpeed, Duplicate, PythonEnv, Skipped, Torch
 
 SCRIPT_TIMEOUT_S = 20.0
-_SCRIPT = os.path.join(os.path.dirname(__file__), "pyenv_script.py")
 
 
 @dataclass(frozen=True)
@@ -127,14 +127,11 @@ def _build_env(data: dict) -> tuple[PythonEnv, dict[str, str]]:  # type: ignore[
     return env, wheel_libs
 
 
-def probe_python(python: str | None = None, timeout: float = SCRIPT_TIMEOUT_S) -> PythonProbe:
+def finish_python_probe(
+    started: proc.Running | proc.ProcResult, python: str | None = None, timeout: float = SCRIPT_TIMEOUT_S
+) -> PythonProbe:
     interpreter = python or sys.executable
-    try:
-        with open(_SCRIPT, encoding="utf-8") as handle:
-            script = handle.read()
-    except OSError as error:  # a damaged envcheck install
-        return PythonProbe(None, None, None, skipped=(Skipped("python", f"probe script missing: {error}"),))
-    result = proc.run([interpreter, "-c", script], timeout=timeout)
+    result = started if isinstance(started, proc.ProcResult) else started.finish(timeout)
     if not result.ok:
         reason = result.describe_failure() or "no output"
         return PythonProbe(None, None, None, skipped=(Skipped("python", f"cannot run {interpreter}: {reason}"),))
@@ -149,3 +146,7 @@ def probe_python(python: str | None = None, timeout: float = SCRIPT_TIMEOUT_S) -
     if deepspeed is None and "deepspeed" in env.packages and not skipped:
         skipped.append(Skipped("deepspeed", "deepspeed is installed but has no git_version_info_installed.py"))
     return PythonProbe(env, torch, deepspeed, tuple(data.get("sites", [])), wheel_libs, tuple(skipped))
+
+
+def probe_python(python: str | None = None, timeout: float = SCRIPT_TIMEOUT_S) -> PythonProbe:
+    return finish_python_probe(start_python_probe(python), python, timeout)

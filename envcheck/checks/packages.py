@@ -1,0 +1,168 @@
+"""Package-level rules from the matrix that installed metadata does not carry.
+
+pip check (EC201-EC203) already compares what distributions declare. These add what they do not declare: the
+Python range of a torch release, a package's GPU/CUDA needs (flash-attn 2 needs Ampere), torch floors that a
+package enforces at import time, LLaMA-Factory's start-up version checks, and which NCCL is really loaded.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from envcheck.checks import check
+from envcheck.checks.facts import cc_key, gpu_capabilities
+from envcheck.checks.model import Evidence, Finding, Fix, Severity, Unevaluated
+from envcheck.checks.versions import major_minor
+from envcheck.matrix import Matrix
+from envcheck.matrix import query
+from envcheck.snapshot import Snapshot
+
+
+def _declared(snapshot: Snapshot, package: str) -> set[str]:
+    """Names a distribution's own metadata already constrains with a version (so pip check covers them)."""
+    names = set()
+    for text in (snapshot.python.requires.get(package, ()) if snapshot.python else ()):
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if requirement.specifier:
+            names.add(canonicalize_name(requirement.name))
+    return names
+
+
+@check("EC506", needs_matrix=True)
+def python_outside_torch_range(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding | Unevaluated]:
+    torch, python = snapshot.torch, snapshot.python
+    if torch is None or python is None:
+        return
+    row = query.torch_release(matrix, torch.version)
+    if row is None:
+        yield Unevaluated("Python vs torch release", f"the matrix has no torch {major_minor(torch.version)} release")
+        return
+    if query.satisfies(python.version, row.python) is False:
+        yield Finding(
+            "EC506", Severity.ERROR if row.confirmed else Severity.INFO, "version_conflict",
+            f"Python {python.version} is outside torch {row.version}'s supported range {row.python}",
+            "No official wheel exists for this pair: the installed torch is a source build, a nightly or a copy from "
+            "another interpreter, and its compiled modules may fail to import.",
+            (Evidence("python.version", python.version, row.python, row.source), Evidence("torch.version", torch.version)),
+            (Fix("Use a Python inside the range, or a torch release that supports this Python",
+                 (f"uv venv --python {row.python.split(',')[0].lstrip('>=')} && uv pip install torch",)),))
+
+
+def _gpu_fact(snapshot: Snapshot, matrix: Matrix) -> tuple[str, ...]:
+    return tuple(sorted({g.cc for g in gpu_capabilities(snapshot, matrix) if g.cc}, key=cc_key))
+
+
+@check("EC507", needs_matrix=True)
+def package_needs_not_met(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding | Unevaluated]:
+    python = snapshot.python
+    if python is None:
+        return
+    ccs = _gpu_fact(snapshot, matrix)
+    for package, installed in sorted(python.packages.items()):
+        for row in query.package_releases(matrix, package, installed):
+            declared = _declared(snapshot, package)
+            for key, spec in sorted(row.requires.items()):
+                if key in declared:
+                    continue  # the distribution declares it: EC201/EC203 judge it from the real metadata
+                if key == "compute_capability":
+                    bad = [cc for cc in ccs if query.satisfies(cc, spec) is False]
+                    observed = ", ".join(bad)
+                    if not bad:
+                        continue
+                    category = "cuda_arch_unsupported"
+                elif key == "cuda":
+                    observed = snapshot.torch.cuda if snapshot.torch else None
+                    if not observed or query.satisfies(observed, spec) is not False:
+                        continue
+                    category = "cuda_toolkit_mismatch"
+                else:
+                    observed = python.version if key == "python" else python.packages.get(key)
+                    if observed is None or query.satisfies(observed, spec) is not False:
+                        continue
+                    category = "version_conflict"
+                severity = Severity.ERROR if row.confirmed else Severity.INFO
+                yield Finding(
+                    "EC507", severity, category,
+                    f"{package} {installed} needs {key} {spec}, found {observed}",
+                    (row.note or f"{package} {installed} does not declare this in its metadata, so pip does not "
+                     "check it; it fails at import or at run time instead."),
+                    (Evidence(f"python.packages.{package}", installed),
+                     Evidence(key, observed, spec, row.source)),
+                    (Fix(f"Install a {package} release that supports this {key}, or change the {key}",
+                         (f'pip install "{package}" --upgrade  # then check the release notes for {key} {spec}',)),))
+
+
+@check("EC508", needs_matrix=True)
+def llamafactory_ranges(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding | Unevaluated]:
+    python = snapshot.python
+    if python is None or "llamafactory" not in python.packages:
+        return
+    installed = python.packages["llamafactory"]
+    row = query.llamafactory_release(matrix, installed)
+    if row is None:
+        yield Unevaluated("LLaMA-Factory ranges", f"the matrix has no LLaMA-Factory release <= {installed}")
+        return
+    disabled = (snapshot.env.get("DISABLE_VERSION_CHECK") or "").lower() in ("1", "true")
+    # What check_dependencies() enforces at start-up wins over requirements.txt for the packages it checks.
+    ranges = {**row.requires, **row.checked_ranges}
+    for name, spec in sorted(ranges.items()):
+        found = python.packages.get(name)
+        if found is None or query.satisfies(found, spec) is not False:
+            continue
+        at_start = name in row.checked_at_runtime or name in row.checked_ranges
+        severity = Severity.ERROR if at_start and not disabled else Severity.WARNING
+        if not row.confirmed:
+            severity = Severity.INFO
+        detail = ("LLaMA-Factory checks this at start-up and stops with \"To fix: run `pip install ...` or set "
+                  "`DISABLE_VERSION_CHECK=1` to skip this check.\"" if at_start and not disabled else
+                  "LLaMA-Factory was released and tested with this range; outside it, APIs it calls may differ.")
+        yield Finding(
+            "EC508", severity, "version_conflict",
+            f"LLaMA-Factory {installed} requires {name} {spec}, found {found}",
+            detail,
+            (Evidence("python.packages.llamafactory", installed, None, row.source),
+             Evidence(f"python.packages.{name}", found, spec)),
+            (Fix(f"Install the {name} range LLaMA-Factory {row.version} was released with", (f'pip install "{name}{spec}"',)),))
+
+
+def _nccl_wheel(snapshot: Snapshot) -> tuple[str, str] | None:
+    for name, found in sorted((snapshot.python.packages if snapshot.python else {}).items()):
+        if name.startswith("nvidia-nccl"):
+            return name, found
+    return None
+
+
+@check("EC511")
+def nccl_loaded_vs_wheel(snapshot: Snapshot, _matrix: object) -> Iterator[Finding]:
+    wheel = _nccl_wheel(snapshot)
+    runtime = (snapshot.runtime or {}).get("torch")
+    if wheel is None:
+        return
+    wheel_name, wheel_version = wheel
+    loaded = runtime.facts.get("nccl_version") if runtime is not None and runtime.ok else None
+    if isinstance(loaded, str) and loaded and not loaded.startswith("error") and loaded != wheel_version.split("+")[0]:
+        yield Finding(
+            "EC511", Severity.WARNING, "nccl_error",
+            f"torch reports NCCL {loaded}, but {wheel_name} {wheel_version} is installed",
+            "torch reports the NCCL it was built with (statically linked builds) or loaded; when it differs from "
+            "the wheel, another libnccl is in use and NCCL fixes from the wheel do not apply.",
+            (Evidence("runtime.torch.facts.nccl_version", loaded, wheel_version),
+             Evidence(f"python.packages.{wheel_name}", wheel_version)),
+            (Fix("Find which libnccl the process maps", ("NCCL_DEBUG=INFO python -c 'import torch, torch.distributed'",
+                                                          "grep -i nccl /proc/<pid>/maps")),))
+    shadows = [lib for lib in snapshot.libraries if lib.name == "libnccl" and lib.origin == "LD_LIBRARY_PATH"
+               and lib.version and major_minor(lib.version) != major_minor(wheel_version)]
+    for lib in shadows:
+        yield Finding(
+            "EC511", Severity.WARNING, "nccl_error",
+            f"a libnccl {lib.version} on LD_LIBRARY_PATH can shadow the {wheel_name} {wheel_version} wheel",
+            "The dynamic loader searches LD_LIBRARY_PATH before a library's RUNPATH, so a stale NCCL there can be "
+            "the one torch.distributed loads: hangs and 'unhandled system error' follow.",
+            (Evidence("libraries[libnccl].path", lib.path), Evidence("libraries[libnccl].version", lib.version, wheel_version)),
+            (Fix("Remove that directory from LD_LIBRARY_PATH for training runs", ("export LD_LIBRARY_PATH=<without it>",)),))

@@ -1,0 +1,84 @@
+"""Lookups in the matrix that checks and the resolver share: by release, by variant, by GPU name."""
+
+from __future__ import annotations
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envcheck.checks.versions import major_minor
+from envcheck.matrix import Matrix
+from envcheck.matrix.model import (
+    CudaRelease, DeepSpeedCudaMinorOk, GpuModel, LlamaFactoryRelease, MinorVersionCompat, PackageRelease,
+    TorchBuild, TorchRelease,
+)
+
+
+def version(text: str | None) -> Version | None:
+    """A comparable Version, tolerating local labels (2.3.1+cu121) and junk (None)."""
+    if not text:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def satisfies(installed: str | None, spec: str) -> bool | None:
+    """True/False, or None when either side cannot be read."""
+    found = version(installed)
+    if found is None:
+        return None
+    try:
+        return SpecifierSet(spec).contains(found, prereleases=True)
+    except InvalidSpecifier:
+        return None
+
+
+def cuda_release(matrix: Matrix, cuda: str | None) -> CudaRelease | None:
+    """The row of exactly that release if present, else the row of its major.minor (the GA release)."""
+    if not cuda:
+        return None
+    rows = {row.version: row for row in matrix.cuda_releases}
+    return rows.get(cuda) or rows.get(major_minor(cuda) or "")
+
+
+def minor_version_compat(matrix: Matrix, cuda_major: int | None) -> MinorVersionCompat | None:
+    return next((row for row in matrix.minor_version_compat if row.cuda_major == cuda_major), None)
+
+
+def torch_release(matrix: Matrix, torch_version: str | None) -> TorchRelease | None:
+    key = major_minor(torch_version)
+    return next((row for row in matrix.torch_releases if row.version == key), None)
+
+
+def torch_build(matrix: Matrix, torch_version: str | None, cuda: str | None) -> TorchBuild | None:
+    key, cuda_key = major_minor(torch_version), major_minor(cuda)
+    return next((row for row in matrix.torch_builds if row.torch == key and row.cuda == cuda_key), None)
+
+
+def gpu_model(matrix: Matrix, name: str | None) -> GpuModel | None:
+    """The first row whose match substring is in the (lower-cased) name: rows are ordered most specific first."""
+    if not name:
+        return None
+    lowered = name.lower()
+    return next((row for row in matrix.gpus if any(m in lowered for m in row.match)), None)
+
+
+def deepspeed_minor_ok(matrix: Matrix, deepspeed_version: str | None, cuda_major: int) -> DeepSpeedCudaMinorOk | None:
+    for row in matrix.deepspeed_cuda_minor_ok:
+        if row.cuda_major == cuda_major and satisfies(deepspeed_version, row.deepspeed):
+            return row
+    return None
+
+
+def package_releases(matrix: Matrix, package: str, installed: str | None) -> list[PackageRelease]:
+    return [row for row in matrix.package_releases if row.package == package and satisfies(installed, row.versions)]
+
+
+def llamafactory_release(matrix: Matrix, installed: str | None) -> LlamaFactoryRelease | None:
+    """The row of the installed release, or of the newest release not newer than it (a dev build of 0.9.5)."""
+    found = version(installed)
+    if found is None:
+        return None
+    candidates = [row for row in matrix.llamafactory_releases if (v := version(row.version)) and v.release <= found.release]
+    return max(candidates, key=lambda row: Version(row.version), default=None)
