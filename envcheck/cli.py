@@ -78,7 +78,29 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("action", choices=("validate", "show"))
     matrix.add_argument("--matrix", metavar="DIR", help="a matrix directory instead of the bundled one")
     matrix.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    for module in _plugin_modules():
+        module.add_parser(commands)
     return parser
+
+
+# Commands that live in their own package keep their CLI layer beside them: a module with
+# `NAME`, `add_parser(subparsers)` (cheap: argparse only) and `run(args) -> int` (imports the heavy parts).
+PLUGIN_COMMANDS: tuple[str, ...] = ("envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli")
+
+
+def _plugin_modules() -> list:  # type: ignore[type-arg]
+    import importlib
+    import importlib.util
+
+    found = []
+    for name in PLUGIN_COMMANDS:
+        try:
+            present = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # its package is not part of this build
+            present = False
+        if present:
+            found.append(importlib.import_module(name))
+    return found
 
 
 def _progress(message: str) -> None:
@@ -229,7 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             build_parser().print_help()
             return EXIT_USAGE
-        return COMMANDS[args.command](args)
+        handler = COMMANDS.get(args.command)
+        if handler is None:
+            handler = next(m.run for m in _plugin_modules() if m.NAME == args.command)
+        return handler(args)
     except UsageError as error:
         print(f"envcheck: error: {error}", file=sys.stderr)
         return EXIT_USAGE
