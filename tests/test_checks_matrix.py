@@ -1,0 +1,145 @@
+"""Matrix-backed checks (EC5xx) on focused snapshots; the facts they rely on come from compat_matrix/."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from test_broken_machines import H100_NODE, gpus, healthy_h100, machine, python
+
+from envcheck.checks import run_checks
+from envcheck.checks.model import Severity
+from envcheck.matrix import load_matrix
+from envcheck.snapshot import CudaToolkit, Nvidia, RuntimeResult, Skipped, Torch
+
+MATRIX = load_matrix()
+
+
+def findings(snap, finding_id=None):  # type: ignore[no-untyped-def]
+    found = run_checks(snap, MATRIX)
+    return [f for f in found if finding_id is None or f.id == finding_id]
+
+
+def kit(version: str, path: str = "/usr/local/cuda") -> tuple[CudaToolkit, ...]:
+    return (CudaToolkit(path, version, True, True, ("PATH", "CUDA_HOME"), f"{path}/bin/nvcc"),)
+
+
+def test_deepspeed_accepts_a_minor_mismatch_inside_its_list() -> None:
+    """DeepSpeed 0.16.3's cuda_minor_mismatch_ok for CUDA 12 includes 12.1 and 12.4 (compat_matrix/packages.toml)."""
+    snap = dataclasses.replace(healthy_h100(), cuda_toolkits=kit("12.1.105"), env={"CUDA_HOME": "/usr/local/cuda"})
+    (finding,) = findings(snap, "EC505")
+    assert finding.severity == Severity.INFO and "DeepSpeed accepts" in finding.title
+
+
+def test_deepspeed_refuses_a_minor_outside_its_list() -> None:
+    """12.9 is not in DeepSpeed 0.16.3's list (12.9 was added in 0.17.2), so its op builds raise."""
+    snap = dataclasses.replace(healthy_h100(), cuda_toolkits=kit("12.9.86"), env={"CUDA_HOME": "/usr/local/cuda"})
+    (finding,) = findings(snap, "EC505")
+    assert finding.severity == Severity.ERROR and "will not build its ops" in finding.title
+    skipping = dataclasses.replace(snap, env={"CUDA_HOME": "/usr/local/cuda", "DS_SKIP_CUDA_CHECK": "1"})
+    assert findings(skipping, "EC505")[0].severity == Severity.WARNING
+
+
+def test_minor_mismatch_without_deepspeed_is_info() -> None:
+    snap = machine(nvidia=H100_NODE, cuda_toolkits=kit("12.6.85"), python=python({"torch": "2.5.1+cu124"}),
+                   torch=Torch("2.5.1+cu124", "12.4"), env={"CUDA_HOME": "/usr/local/cuda"})
+    assert [f.severity for f in findings(snap, "EC505")] == [Severity.INFO]
+
+
+def test_nvcc_newer_than_the_driver() -> None:
+    snap = dataclasses.replace(healthy_h100(), cuda_toolkits=kit("13.0.88"), env={"CUDA_HOME": "/usr/local/cuda"})
+    (finding,) = findings(snap, "EC502")
+    assert finding.severity == Severity.ERROR and finding.category == "driver_too_old"
+
+
+def test_blackwell_gpu_with_an_old_toolkit() -> None:
+    """Compute capability 12.0 needs CUDA 12.8 to compile for (compat_matrix/gpus.toml)."""
+    node = Nvidia("575.57.08", "12.9", "nvml", gpus("NVIDIA GeForce RTX 5090", "12.0", 2, 32607))
+    snap = machine(nvidia=node, cuda_toolkits=kit("12.4.131"), env={"CUDA_HOME": "/usr/local/cuda"},
+                   python=python({"torch": "2.7.1+cu128"}), torch=Torch("2.7.1+cu128", "12.8"))
+    (finding,) = findings(snap, "EC513")
+    assert finding.severity == Severity.ERROR and "12.0" in finding.title
+
+
+def test_mixed_gpus() -> None:
+    mixed = Nvidia("570.86.15", "12.8", "nvidia-smi", (*gpus("NVIDIA TITAN V", "7.0", 1, 12288),
+                                                       *gpus("NVIDIA RTX 5880 Ada Generation", "8.9", 1, 49140)))
+    (finding,) = findings(machine(nvidia=mixed, python=python({})), "EC512")
+    assert finding.severity == Severity.WARNING and "7.0, 8.9" in finding.title
+
+
+def test_gpu_capability_looked_up_by_name_when_not_probed() -> None:
+    """The /proc fallback has no compute capability: the matrix supplies it from the GPU name."""
+    node = Nvidia("535.104.05", None, "proc", (dataclasses.replace(gpus("Tesla P100-PCIE-16GB", "6.0", 1, 16384)[0],
+                                                                   compute_capability=None),))
+    snap = machine(nvidia=node, python=python({"torch": "2.7.1+cu128"}), torch=Torch("2.7.1+cu128", "12.8"))
+    assert [f.severity for f in findings(snap, "EC503")] == [Severity.FATAL]
+
+
+def test_runtime_arch_list_beats_the_matrix() -> None:
+    """A source build compiled for sm_120 runs on an RTX 5090 even though the matrix's 2.5 cu124 row lacks it."""
+    node = Nvidia("570.86.16", "12.8", "nvml", gpus("NVIDIA GeForce RTX 5090", "12.0", 1, 32607))
+    runtime = {"torch": RuntimeResult(True, 0, facts={"arch_list": ["sm_80", "sm_90", "sm_120"], "version": "2.5.1"})}
+    snap = machine(nvidia=node, python=python({"torch": "2.5.1+cu124"}), torch=Torch("2.5.1+cu124", "12.4"),
+                   runtime=runtime)
+    assert findings(snap, "EC503") == []
+
+
+def test_python_outside_torch_range() -> None:
+    snap = machine(python=dataclasses.replace(python({"torch": "2.5.1"}), version="3.8.18"),
+                   torch=Torch("2.5.1", None), skipped=(Skipped("nvidia", "no NVIDIA driver"),))
+    (finding,) = findings(snap, "EC506")
+    assert finding.severity == Severity.ERROR and ">=3.9" in finding.title
+
+
+def test_llamafactory_start_up_check() -> None:
+    """LLaMA-Factory 0.9.3 checks transformers at start-up; 4.40.0 is below every range it accepts."""
+    env = python({"llamafactory": "0.9.3", "transformers": "4.40.0", "torch": "2.5.1"})
+    snap = machine(python=env, torch=Torch("2.5.1", None), skipped=(Skipped("nvidia", "no NVIDIA driver"),))
+    found = [f for f in findings(snap, "EC508") if "transformers" in f.title]
+    assert found and found[0].severity == Severity.ERROR
+    disabled = dataclasses.replace(snap, env={"DISABLE_VERSION_CHECK": "1"})
+    assert [f.severity for f in findings(disabled, "EC508") if "transformers" in f.title] == [Severity.WARNING]
+
+
+def test_known_bad_entry_matches_and_names_its_id() -> None:
+    """KB012: NumPy 2 under a torch older than 2.3 (compiled against NumPy 1.x)."""
+    env = python({"torch": "2.1.2", "numpy": "2.0.1"})
+    snap = machine(python=env, torch=Torch("2.1.2", None), skipped=(Skipped("nvidia", "no NVIDIA driver"),))
+    found = [f for f in findings(snap, "EC510") if f.title.startswith("KB012")]
+    assert found and found[0].category == "numpy_abi" and found[0].severity >= Severity.ERROR
+    assert any(e.fact == "numpy" and e.observed == "2.0.1" for e in found[0].evidence)
+
+
+def test_covered_known_bad_entries_are_left_to_their_check() -> None:
+    """KB017 (nvcc 11 with a CUDA 12 torch under DeepSpeed) is covered by EC505: one finding, not two."""
+    snap = machine(nvidia=H100_NODE, cuda_toolkits=kit("11.8.89"), env={"CUDA_HOME": "/usr/local/cuda"},
+                   python=python({"torch": "2.3.1+cu121", "deepspeed": "0.14.4"}), torch=Torch("2.3.1+cu121", "12.1"))
+    ids = [f.id for f in findings(snap)]
+    assert "EC505" in ids and not [f for f in findings(snap, "EC510") if f.title.startswith("KB017")]
+
+
+def test_unprobed_facts_are_listed_not_guessed() -> None:
+    """The driver failed to answer (no skip says 'no driver'): rules needing it are listed in EC599."""
+    snap = machine(nvidia=Nvidia(None, None, "proc", gpus("NVIDIA GeForce RTX 4090", "8.9", 2, 24564)),
+                   python=python({"torch": "2.5.1+cu124"}), torch=Torch("2.5.1+cu124", "12.4"))
+    (finding,) = findings(snap, "EC599")
+    assert finding.severity == Severity.INFO
+    assert "driver vs CUDA 12.4" in finding.detail and "KB015" in finding.detail
+
+
+def test_nccl_loaded_differs_from_the_wheel() -> None:
+    runtime = {"torch": RuntimeResult(True, 0, facts={"nccl_version": "2.18.1", "arch_list": ["sm_90"]})}
+    snap = dataclasses.replace(healthy_h100(), runtime=runtime)
+    (finding,) = findings(snap, "EC511")
+    assert "2.18.1" in finding.title and "2.21.5" in finding.title
+
+
+def test_unconfirmed_matrix_rows_never_raise_above_info() -> None:
+    """torch 2.15's CUDA variants are unconfirmed in the matrix, but its arch list drives no severity here;
+    KB026 is unconfirmed: when it matches, it is info."""
+    env = python({"torch": "2.6.0", "deepspeed": "0.16.3"})
+    snap = machine(python=env, torch=Torch("2.6.0", None), skipped=(Skipped("nvidia", "no NVIDIA driver"),))
+    kb = [f for f in findings(snap, "EC510") if f.title.startswith("KB026")]
+    unconfirmed = {k.id for k in MATRIX.known_bad if not k.confirmed}
+    assert "KB026" in unconfirmed
+    assert kb and all(f.severity == Severity.INFO for f in kb)
