@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_valid_snapshot
 
 from envcheck import cli
 from envcheck.snapshot import (
@@ -139,6 +140,7 @@ SCENARIOS = {
 
 def doctor_json(snapshot: Snapshot, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
     path = tmp_path / "snapshot.json"
+    assert_valid_snapshot(snapshot.to_dict())
     path.write_text(json.dumps(snapshot.to_dict()))
     code = cli.main(["doctor", "--snapshot", str(path), "--json"])
     return code, json.loads(capsys.readouterr().out)
