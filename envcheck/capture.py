@@ -11,12 +11,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from envcheck import __version__
+from envcheck import __version__, proc
 from envcheck.probes.cuda_toolkit import probe_cuda_toolkits
 from envcheck.probes.host import probe_host
 from envcheck.probes.libraries import probe_libraries
 from envcheck.probes.nvidia import probe_nvidia
-from envcheck import proc
 from envcheck.probes.python_env import PythonProbe, finish_python_probe
 from envcheck.probes.pyenv_start import start_python_probe
 from envcheck.probes.runtime import IMPORT_TIMEOUT_S, probe_runtime
@@ -27,7 +26,7 @@ Progress = Callable[[str], None]
 
 
 def _python_then_libraries(started: proc.Running | proc.ProcResult, python: str | None,
-                           environ: dict[str, str]):  # type: ignore[no-untyped-def]
+                           environ: dict[str, str]) -> tuple[PythonProbe, list, list[Skipped]]:  # type: ignore[type-arg]
     found = finish_python_probe(started, python)
     libraries, skipped = probe_libraries(found.wheel_libs, environ)
     return found, libraries, skipped
@@ -58,8 +57,8 @@ def capture(
         nvidia, nvidia_skipped = nvidia_job.result()
         toolkits, toolkit_skipped = toolkit_job.result()
         python_found, libraries, library_skipped = python_job.result()
-    python_found: PythonProbe
     skipped: list[Skipped] = [*host_skipped, *nvidia_skipped, *toolkit_skipped, *python_found.skipped, *library_skipped]
+    requested = deep
     if deep is None:
         deep = bool(nvidia and nvidia.gpus)
     runtime = None
@@ -68,6 +67,8 @@ def capture(
         runtime = probe_runtime(python or sys.executable, python_found.env, python_found.deepspeed, import_timeout)
     elif deep:
         skipped.append(Skipped("runtime", "the Python environment could not be probed"))
+    elif requested is False:
+        skipped.append(Skipped("runtime", "disabled with --no-deep"))
     else:
         skipped.append(Skipped("runtime", "not requested (no GPU found; use --deep to import torch and extensions)"))
     snapshot = Snapshot(

@@ -77,3 +77,10 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         load_snapshot(str(tmp_path / "absent.json"))
     with pytest.raises(SnapshotError, match="is a directory"):
         load_snapshot(str(tmp_path))
+
+
+def test_runtime_skip_reason_says_why() -> None:
+    no_gpu_here = capture(deep=None)
+    assert no_gpu_here.runtime is None
+    assert "no GPU found" in (no_gpu_here.skipped_reason("runtime") or "")
+    assert capture(deep=False).skipped_reason("runtime") == "disabled with --no-deep"
