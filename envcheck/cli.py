@@ -85,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Commands that live in their own package keep their CLI layer beside them: a module with
 # `NAME`, `add_parser(subparsers)` (cheap: argparse only) and `run(args) -> int` (imports the heavy parts).
-PLUGIN_COMMANDS: tuple[str, ...] = ("envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli")
+PLUGIN_COMMANDS: tuple[str, ...] = (
+    "envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli", "envcheck.resolve.env_cli",
+)
 
 
 def _plugin_modules() -> list:  # type: ignore[type-arg]

@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck import __version__
 from envcheck.errors import UsageError
 from envcheck.matrix.model import (
-    FILE_TABLES, ComputeCapability, CudaRelease, DeepSpeedCudaMinorOk, DriverBranch, GpuModel, KnownBad,
+    FILE_TABLES, ComputeCapability, CudaImage, CudaRelease, DeepSpeedCudaMinorOk, DriverBranch, GpuModel, KnownBad,
     LlamaFactoryRelease, MinorVersionCompat, PackageRelease, Signature, TorchBuild, TorchRelease,
 )
 from envcheck.serde import DataError, from_dict
@@ -39,6 +39,7 @@ class Matrix:
     cuda_releases: tuple[CudaRelease, ...] = ()
     minor_version_compat: tuple[MinorVersionCompat, ...] = ()
     driver_branches: tuple[DriverBranch, ...] = ()
+    cuda_images: tuple[CudaImage, ...] = ()
     torch_releases: tuple[TorchRelease, ...] = ()
     torch_builds: tuple[TorchBuild, ...] = ()
     gpus: tuple[GpuModel, ...] = ()
@@ -57,7 +58,8 @@ class Matrix:
 # array-of-tables key -> Matrix attribute
 _ATTRIBUTE = {
     "cuda_release": "cuda_releases", "minor_version_compat": "minor_version_compat",
-    "driver_branch": "driver_branches", "torch_release": "torch_releases", "torch_build": "torch_builds",
+    "driver_branch": "driver_branches", "cuda_image": "cuda_images",
+    "torch_release": "torch_releases", "torch_build": "torch_builds",
     "gpu": "gpus", "compute_capability": "compute_capabilities", "package_release": "package_releases",
     "deepspeed_cuda_minor_ok": "deepspeed_cuda_minor_ok", "llamafactory_release": "llamafactory_releases",
     "known_bad": "known_bad", "signature": "signatures",

@@ -16,6 +16,19 @@ class CudaRelease:
 
 
 @dataclass(frozen=True)
+class CudaImage:
+    """A CUDA development base image tag (nvcc included, for JIT builds of DeepSpeed / flash-attn ops)."""
+
+    cuda: str
+    tag: str
+    source: str
+    ubuntu: str | None = None
+    digest: str | None = None
+    confirmed: bool = True
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class MinorVersionCompat:
     cuda_major: int
     min_driver_linux: str
@@ -153,7 +166,7 @@ class Signature:
 FILE_TABLES: dict[str, dict[str, type]] = {
     "meta.toml": {},
     "cuda.toml": {"cuda_release": CudaRelease, "minor_version_compat": MinorVersionCompat,
-                  "driver_branch": DriverBranch},
+                  "driver_branch": DriverBranch, "cuda_image": CudaImage},
     "torch.toml": {"torch_release": TorchRelease, "torch_build": TorchBuild},
     "gpus.toml": {"gpu": GpuModel, "compute_capability": ComputeCapability},
     "packages.toml": {"package_release": PackageRelease, "deepspeed_cuda_minor_ok": DeepSpeedCudaMinorOk},
