@@ -119,6 +119,13 @@ SCENARIOS = {
             Library("libnccl", "2.21.5", "/opt/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2", "wheel")),
             env={"CUDA_HOME": "/usr/local/cuda-12.4", "LD_LIBRARY_PATH": "/opt/conda/envs/train/lib"}),
         "EC511", "warning", "nccl_error"),
+    # A conda env's cudatoolkit cuDNN 9.0 exported on LD_LIBRARY_PATH, shadowing nvidia-cudnn-cu12 9.1.
+    "conda_cudnn_shadows_wheel": (
+        lambda: dataclasses.replace(healthy_h100(), libraries=(
+            Library("libcudnn", "9.0.0", "/opt/conda/envs/train/lib/libcudnn.so.9.0.0", "LD_LIBRARY_PATH"),
+            Library("libcudnn", "9.1.0.70", "/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9",
+                    "wheel")), env={"CUDA_HOME": "/usr/local/cuda-12.4", "LD_LIBRARY_PATH": "/opt/conda/envs/train/lib"}),
+        "EC514", "warning", "segfault_abi_mismatch"),
     # Docker's default 64 MB /dev/shm.
     "docker_default_shm": (
         lambda: dataclasses.replace(healthy_h100(), host=dataclasses.replace(HOST, shm_bytes=64 * 1024**2,

@@ -143,3 +143,12 @@ def test_unconfirmed_matrix_rows_never_raise_above_info() -> None:
     unconfirmed = {k.id for k in MATRIX.known_bad if not k.confirmed}
     assert "KB026" in unconfirmed
     assert kb and all(f.severity == Severity.INFO for f in kb)
+
+
+def test_other_soname_on_ld_library_path_does_not_shadow() -> None:
+    """libcudnn.so.8 cannot stand in for the wheel's libcudnn.so.9: the loader matches sonames."""
+    from envcheck.snapshot import Library
+
+    libs = (Library("libcudnn", "8.9.2", "/opt/conda/lib/libcudnn.so.8.9.2", "LD_LIBRARY_PATH"),
+            Library("libcudnn", "9.1.0.70", "/opt/venv/site-packages/nvidia/cudnn/lib/libcudnn.so.9", "wheel"))
+    assert findings(dataclasses.replace(healthy_h100(), libraries=libs), "EC514") == []
