@@ -1,0 +1,76 @@
+"""CLI layer of `envcheck diagnose`: parse, run, print, return the exit code (0 no known cause, 1 causes found)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+NAME = "diagnose"
+
+
+def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
+    parser = subparsers.add_parser(NAME, help="explain why a training run died (-9, -11, -7, NCCL, OOM, ...)")
+    parser.add_argument("logs", nargs="*", metavar="LOG", help="training log(s), gzip too; '-' reads stdin")
+    parser.add_argument("--exit-code", type=int, metavar="N", help="the run's exit status (-9 from a launcher, "
+                                                                   "137 from a shell)")
+    parser.add_argument("--kernel-log", metavar="FILE", help="a saved kernel log (default: dmesg / journalctl -k "
+                                                             "of this machine when allowed)")
+    parser.add_argument("--core", metavar="FILE", help="a core dump to analyse with gdb (default: the newest core "
+                                                       "per core_pattern or coredumpctl after a crash)")
+    parser.add_argument("--snapshot", metavar="FILE", help="link causes to the doctor's findings on this snapshot")
+    parser.add_argument("--probe", action="store_true", help="probe this machine (static) and link causes to the "
+                                                             "doctor's findings")
+    parser.add_argument("--offline", action="store_true", help="read only the files given: no dmesg, no core "
+                                                               "search")
+    parser.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR")
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout (CONTRACT.md)")
+
+
+class _Progress:
+    """Progress on stderr for large files, only on a terminal, at most a few times a second."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, name: str, done: int, total: int | None) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.25 or not total or total < 64 << 20:
+            return
+        self.last = now
+        print(f"\renvcheck: scanning {name}: {100 * done // total}% ({done >> 20} of {total >> 20} MiB)",
+              end="", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from envcheck.diagnose.engine import Request, diagnose
+    from envcheck.diagnose.render import to_dict, to_text
+    from envcheck.errors import UsageError
+
+    if args.snapshot and args.probe:
+        raise UsageError("--snapshot and --probe both name the machine to link to; give one")
+    if not args.logs and args.exit_code is None and not args.kernel_log and not args.core:
+        if sys.stdin.isatty():
+            raise UsageError("nothing to diagnose: give a LOG, '-' for stdin, --exit-code, --kernel-log or --core")
+        args.logs = ["-"]
+    if args.logs.count("-") > 1:
+        raise UsageError("'-' (stdin) can be given once")
+    request = Request(tuple(args.logs), args.exit_code, args.kernel_log, args.core, args.snapshot, args.probe,
+                      not args.offline, args.matrix)
+    progress = _Progress() if sys.stderr.isatty() else None
+    result = diagnose(request, progress, _capture if args.probe else None)
+    if progress is not None and progress.last:
+        print(file=sys.stderr)
+    if args.json:
+        from envcheck.formats.jsonfmt import dumps
+
+        sys.stdout.write(dumps(to_dict(result)))
+    else:
+        sys.stdout.write(to_text(result))
+    return 1 if result.causes else 0
+
+
+def _capture():  # type: ignore[no-untyped-def]
+    from envcheck.capture import capture
+
+    return capture(python=None, deep=False, progress=lambda message: None, import_timeout=60.0)

@@ -1,0 +1,158 @@
+"""Turn the evidence into ranked causes.
+
+Evidence from independent sources (the log's signatures, the exit status, the kernel log, a core, the doctor's
+findings) is combined per cause as a noisy-OR: 1 - prod(1 - c). Inside one source only the strongest line counts,
+so a message repeated by eight ranks is not eight times the proof. Signatures of cause "other" (a launcher's
+summary) are context: they join the primary cause's evidence and are never a cause themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from envcheck.diagnose.core import CoreReport
+from envcheck.diagnose.exitcodes import PRIORS, ExitInfo
+from envcheck.diagnose.kernel import KernelEvents
+from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanResult
+from envcheck.diagnose.symbols import describe_line
+
+MAX_CONFIDENCE = 0.99
+EVIDENCE_PER_SIGNATURE = 2
+
+
+@dataclass
+class _Draft:
+    cause: str
+    strength: dict[str, float] = field(default_factory=dict)  # source -> strongest confidence
+    title: str = ""
+    explanation: str = ""
+    best: float = -1.0
+    evidence: list[Evidence] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+    signatures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    findings: list[LinkedFinding] = field(default_factory=list)
+
+    def support(self, source: str, confidence: float, title: str = "", explanation: str = "") -> None:
+        self.strength[source] = max(self.strength.get(source, 0.0), confidence)
+        if title and confidence > self.best:
+            self.best, self.title, self.explanation = confidence, title, explanation
+
+    def confidence(self) -> float:
+        remaining = 1.0
+        for value in self.strength.values():
+            remaining *= 1.0 - value
+        return round(min(MAX_CONFIDENCE, 1.0 - remaining), 3)
+
+
+def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: ExitInfo | None,
+            kernel: KernelEvents | None, core: CoreReport | None, log_pids: set[int],
+            findings: tuple[object, ...] = ()) -> tuple[Cause, ...]:
+    drafts: dict[str, _Draft] = {}
+
+    def draft(cause: str) -> _Draft:
+        return drafts.setdefault(cause, _Draft(cause))
+
+    context: list[Evidence] = []
+    for sig_id, found in (scan.by_signature.items() if scan else ()):
+        sig = signatures[sig_id]
+        lines = [Evidence("log", h.line, h.text, h.file) for h in found.hits[:EVIDENCE_PER_SIGNATURE]]
+        if sig.cause == "other":  # type: ignore[attr-defined]
+            context.extend(lines[:1])
+            continue
+        d = draft(sig.cause)  # type: ignore[attr-defined]
+        d.support("log", sig.confidence, sig.title, sig.explanation)  # type: ignore[attr-defined]
+        d.evidence.extend(lines)
+        d.signatures.append(sig_id)
+        d.fixes.append(Fix(sig.fix, tuple(sig.commands)))  # type: ignore[attr-defined]
+        note = describe_line(found.hits[0].text)
+        if note and note not in d.notes:
+            d.notes.append(note)
+
+    if exit_info and exit_info.signal in PRIORS:
+        prior = PRIORS[exit_info.signal]
+        d = draft(prior.cause)
+        d.support("exit_code", prior.confidence, prior.title, prior.meaning)
+        d.evidence.append(Evidence("exit_code", None, exit_info.meaning))
+        d.fixes.append(Fix(prior.fix))
+
+    if kernel:
+        _kernel_evidence(kernel, exit_info, log_pids, draft)
+    if core and core.top_library:
+        d = draft("segfault_other") if "segfault_abi_mismatch" not in drafts else drafts["segfault_abi_mismatch"]
+        d.support("core", 0.6 if d.cause == "segfault_other" else 0.3, "Segmentation fault in native code",
+                  "The process crashed in native code; the core's stack names the library.")
+        d.evidence.append(Evidence("core", None, core.describe(), core.path))
+        d.notes.append(core.describe())
+        d.fixes.append(Fix("Reinstall or rebuild the library the crash is in (and the extension that called it) for "
+                           "the installed torch/CUDA; print the full stack with gdb.",
+                           (f"gdb --batch -ex bt {core.executable or '<executable>'} {core.path}",)))
+
+    _link_findings(drafts, findings)
+    causes = [_freeze(d) for d in drafts.values() if d.strength]
+    causes.sort(key=lambda c: (-c.confidence, c.cause))
+    if causes and context:
+        first = causes[0]
+        causes[0] = Cause(first.cause, first.confidence, first.title, first.explanation,
+                          first.evidence + tuple(e for e in context[:3] if e not in first.evidence), first.fixes,
+                          first.signatures, first.findings)
+    return tuple(causes)
+
+
+def _kernel_evidence(kernel: KernelEvents, exit_info: ExitInfo | None, log_pids: set[int], draft) -> None:  # type: ignore[no-untyped-def]
+    """A kernel record is strong proof when it names a pid the log names, or the run died of the matching
+    signal; otherwise it may be an older, unrelated event and counts little."""
+    signal = exit_info.signal if exit_info else None
+    for kill in kernel.oom_kills[-3:]:
+        matched = kill.pid in log_pids
+        strength = 0.95 if matched else 0.85 if signal == "SIGKILL" or signal is None and not log_pids else 0.3
+        d = draft("host_oom")
+        d.support("kernel", strength, "Host out of memory: the kernel's OOM killer killed the process",
+                  "Host RAM (or the container's memory limit) ran out and the kernel killed the largest process. "
+                  "In training this is typically every rank loading the full model, CPU offload, dataloader "
+                  "workers, or ZeRO-2/3 gathering weights to save a checkpoint.")
+        d.evidence.append(Evidence("kernel", kill.line, kill.text, kernel.source))
+        d.notes.append(kill.describe() + ("" if matched or not log_pids else " (this pid is not named in the log)"))
+        d.fixes.append(Fix("Reduce host-RAM use (fewer dataloader/preprocessing workers, no CPU offload, "
+                           "low_cpu_mem_usage loading) or raise the memory limit / add swap.",
+                           ("dmesg -T | grep -i -E 'killed process|out of memory'",)))
+    for fault in kernel.segfaults[-3:]:
+        matched = fault.pid in log_pids
+        d = draft("segfault_other")
+        d.support("kernel", 0.8 if matched or signal == "SIGSEGV" else 0.3, "Segmentation fault in native code",
+                  "The kernel recorded a segmentation fault; the faulting library is named in its record.")
+        d.evidence.append(Evidence("kernel", fault.line, fault.text, kernel.source))
+        d.notes.append(fault.describe())
+
+
+def _link_findings(drafts: dict[str, _Draft], findings: tuple[object, ...]) -> None:
+    """Doctor findings that predict a cause already seen confirm it ("flash-attn was built for torch 2.3")."""
+    for finding in findings:
+        d = drafts.get(getattr(finding, "category", ""))
+        if d is None or not d.strength:
+            continue
+        severity = getattr(getattr(finding, "severity", None), "label", lambda: "info")()
+        d.findings.append(LinkedFinding(finding.id, severity, finding.title, finding.detail))  # type: ignore[attr-defined]
+        if severity in ("error", "fatal"):
+            d.support("snapshot", 0.5)
+        for fix in getattr(finding, "fixes", ()):
+            d.fixes.append(Fix(fix.summary, tuple(fix.commands)))
+
+
+def _freeze(d: _Draft) -> Cause:
+    explanation = d.explanation
+    if d.notes:
+        explanation = f"{explanation} Evidence: {'; '.join(d.notes)}."
+    fixes, seen = [], set()
+    for fix in d.fixes:
+        if fix.summary not in seen:
+            seen.add(fix.summary)
+            fixes.append(fix)
+    evidence, places = [], set()
+    for item in d.evidence:  # one line matched by two signatures is one piece of evidence
+        place = (item.source, item.file, item.line, item.text)
+        if place not in places:
+            places.add(place)
+            evidence.append(item)
+    return Cause(d.cause, d.confidence(), d.title, explanation.strip(), tuple(evidence[:12]), tuple(fixes),
+                 tuple(d.signatures), tuple(d.findings))

@@ -1,0 +1,115 @@
+"""Run the stages for one `envcheck diagnose` invocation and return a Diagnosis (no printing here)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from envcheck.diagnose import core as core_mod
+from envcheck.diagnose import exitcodes, kernel
+from envcheck.diagnose.combine import combine
+from envcheck.diagnose.model import Diagnosis, Evidence, ScanResult, Skipped
+from envcheck.diagnose.scan import Matcher, Progress, scan
+from envcheck.diagnose.source import open_log
+from envcheck.errors import UsageError
+
+_CRASH_SIGNALS = {"SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE"}
+
+
+@dataclass(frozen=True)
+class Request:
+    logs: tuple[str, ...] = ()
+    exit_code: int | None = None
+    kernel_log: str | None = None
+    core: str | None = None
+    snapshot: str | None = None
+    probe: bool = False
+    system: bool = True  # read this machine's kernel log and core files when not given
+    matrix: str | None = None
+
+
+def diagnose(request: Request, progress: Progress | None = None,
+             capture: Callable[[], object] | None = None) -> Diagnosis:
+    from envcheck.matrix import load_matrix
+
+    matrix = load_matrix(request.matrix)
+    signatures = {s.id: s for s in matrix.signatures}
+    skipped: list[Skipped] = []
+
+    result = _scan(request.logs, Matcher(matrix.signatures), progress) if request.logs else None
+    exit_info, log_pids = _exit_and_pids(request.exit_code, result)
+
+    events = None
+    if request.kernel_log:
+        events = kernel.read_file(request.kernel_log)
+    elif request.system:
+        events, why = kernel.read_system()
+        skipped += [why] if why else []
+
+    core_report = None
+    core_path = request.core
+    if core_path is None and request.system and exit_info and exit_info.signal in _CRASH_SIGNALS:
+        dirs = sorted({os.path.dirname(os.path.abspath(p)) for p in request.logs if p != "-"} | {os.getcwd()})
+        core_path, why = core_mod.find_core(dirs)
+        skipped += [why] if why else []
+    if core_path:
+        try:
+            core_report = core_mod.analyse(core_path)
+        except core_mod._GdbFailed as error:  # noqa: SLF001 - gdb missing or hung: data, not a crash
+            skipped.append(Skipped("core", f"gdb: {error}"))
+        except UsageError:
+            if request.core:
+                raise
+    if core_report and exit_info is None and core_report.signal:
+        exit_info = exitcodes.ExitInfo(None, core_report.signal, f"the core says: {core_report.signal}")
+
+    findings = _findings(request, matrix, capture, skipped)
+    causes = combine(result, signatures, exit_info, events, core_report, log_pids, findings)
+    last = result.exceptions[0] if result and result.exceptions else None
+    return Diagnosis(
+        causes, exit_info.code if exit_info else None, exit_info.signal if exit_info else None,
+        exit_info.meaning if exit_info else None, result.files if result else (), result.bytes_read if result else 0,
+        result.lines if result else 0, Evidence("log", last.line, last.text, last.file) if last else None,
+        tuple(skipped))
+
+
+def _scan(paths: tuple[str, ...], matcher: Matcher, progress: Progress | None) -> ScanResult:
+    logs = [open_log(p) for p in paths]  # validate every input before the long scan starts
+    try:
+        return scan(logs, matcher, progress)
+    finally:
+        for log in logs:
+            log.close()
+
+
+def _exit_and_pids(code: int | None, result: ScanResult | None) -> tuple[exitcodes.ExitInfo | None, set[int]]:
+    """The given --exit-code wins; else the first failure a launcher or shell reports in the log."""
+    info = exitcodes.interpret(code) if code is not None else None
+    pids: set[int] = set()
+    if result is None:
+        return info, pids
+    first: tuple[int, int, exitcodes.ExitInfo] | None = None
+    for found in result.by_signature.values():
+        for hit in found.hits:
+            pids |= exitcodes.pids(hit.text)
+            parsed = exitcodes.from_text(hit.text)
+            if parsed and (first is None or (hit.file, hit.line) < (result.files[first[0]], first[1])):
+                first = (result.files.index(hit.file), hit.line, parsed)
+    if info is None and first is not None:
+        info = first[2]
+    return info, pids
+
+
+def _findings(request: Request, matrix: object, capture: Callable[[], object] | None,
+              skipped: list[Skipped]) -> tuple[object, ...]:
+    if not (request.snapshot or request.probe):
+        return ()
+    from envcheck.checks import run_checks
+    from envcheck.snapshot import load_snapshot
+
+    snapshot = load_snapshot(request.snapshot) if request.snapshot else capture() if capture else None
+    if snapshot is None:
+        skipped.append(Skipped("snapshot", "no snapshot to link causes to"))
+        return ()
+    return tuple(f for f in run_checks(snapshot, matrix, (), ()) if getattr(f, "category", "other") != "other")

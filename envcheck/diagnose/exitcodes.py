@@ -1,0 +1,99 @@
+"""Exit codes and signals: what a launcher's -9, a shell's 137 or torchrun's 'Signal 9 (SIGKILL)' means.
+
+Launchers (torchrun, the deepspeed launcher, Python's subprocess) report a child killed by signal N as -N;
+POSIX shells report it as 128 + N. The mapping of a signal to a likely cause is a prior only: the other evidence
+(the kernel's OOM record, a core's stack) confirms or overrides it.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    code: int | None
+    signal: str | None
+    meaning: str
+
+
+@dataclass(frozen=True)
+class SignalPrior:
+    cause: str
+    confidence: float
+    meaning: str
+    title: str
+    fix: str
+
+
+# Why each signal usually ends a training run; the confidence is how often that is the reason.
+PRIORS: dict[str, SignalPrior] = {
+    "SIGKILL": SignalPrior("host_oom", 0.6, "killed by SIGKILL: most often the kernel's OOM killer after host RAM "
+                                            "ran out (also: a scheduler's or a user's kill -9)",
+                           "Killed by SIGKILL (likely the kernel's OOM killer)",
+                           "Check the kernel log (dmesg) for 'Out of memory: Killed process'; reduce host-RAM use."),
+    "SIGSEGV": SignalPrior("segfault_other", 0.5, "segmentation fault (SIGSEGV) in native code",
+                           "Segmentation fault (SIGSEGV)",
+                           "Allow a core (ulimit -c unlimited), reproduce, and run 'envcheck diagnose --core core'."),
+    "SIGBUS": SignalPrior("shm_too_small", 0.6, "bus error (SIGBUS): shared memory (/dev/shm) that could not be "
+                                                "backed, typically a 64 MB /dev/shm in a container",
+                          "Bus error (SIGBUS): /dev/shm likely too small",
+                          "Start the container with --shm-size=16g or --ipc=host, or lower dataloader workers."),
+}
+
+_PATTERNS = (
+    re.compile(r"Signal (\d+) \((SIG[A-Z0-9]+)\) received"),  # torch elastic ProcessFailure
+    re.compile(r"exitcode\s*:\s*(-?\d+)"),  # torchrun summary and 'failed (exitcode: -9)'
+    re.compile(r"exits with return code = (-?\d+)"),  # deepspeed launcher
+    re.compile(r"returned non-zero exit status (-?\d+)"),  # subprocess.CalledProcessError (accelerate, llamafactory-cli)
+)
+_SHELL = re.compile(r"(?:^|\s)(?:\d+\s+)?(Killed|Segmentation fault|Bus error|Aborted)(?:\s|\(|$)")
+_SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT"}
+
+
+def signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def interpret(code: int) -> ExitInfo:
+    """Meaning of an exit status as a launcher (-N) or a shell (128 + N) reports it."""
+    if code < 0:
+        name = signal_name(-code)
+        return ExitInfo(code, name, f"{code}: killed by signal {-code}" + (f" ({name})" if name else ""))
+    if 128 < code < 128 + 65:
+        name = signal_name(code - 128)
+        if name:
+            return ExitInfo(code, name, f"{code} = 128 + {code - 128}: a shell's report of a process killed by {name}")
+    if code == 0:
+        return ExitInfo(0, None, "0: the process exited normally")
+    return ExitInfo(code, None, f"{code}: the process exited with an error (see its traceback)")
+
+
+def from_text(text: str) -> ExitInfo | None:
+    """The exit status or signal a log line reports, if any (a zero status is not a failure, so None)."""
+    for pattern in _PATTERNS:
+        found = pattern.search(text)
+        if found:
+            if found.lastindex == 2:
+                return ExitInfo(-int(found.group(1)), found.group(2), f"{found.group(2)} (signal {found.group(1)})")
+            code = int(found.group(1))
+            return interpret(code) if code else None
+    shell = _SHELL.search(text)
+    if shell:
+        name = _SHELL_SIGNALS[shell.group(1)]
+        number = int(getattr(signal, name))
+        return ExitInfo(-number, name, f"the shell reports '{shell.group(1)}': killed by {name}")
+    return None
+
+
+PID = re.compile(r"(?:pid:? ?|PID |subprocess |process )(\d{2,})")
+
+
+def pids(text: str) -> set[int]:
+    """Process ids a launcher's line names (to match them with the kernel's records)."""
+    return {int(p) for p in PID.findall(text)}

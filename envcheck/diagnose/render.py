@@ -1,0 +1,56 @@
+"""A Diagnosis as CONTRACT.md's "Diagnose JSON" (plus additive keys) and as text for a terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envcheck.diagnose.model import Cause, Diagnosis
+
+
+def to_dict(d: Diagnosis) -> dict[str, Any]:
+    return {
+        "causes": [_cause(c) for c in d.causes],
+        "exit_code": d.exit_code,
+        "signal": d.signal,
+        "exit_meaning": d.exit_meaning,
+        "first_exception": None if d.first_exception is None else
+        {"file": d.first_exception.file, "line": d.first_exception.line, "text": d.first_exception.text},
+        "scanned": {"files": list(d.scanned), "bytes": d.bytes_read, "lines": d.lines},
+        "skipped": [{"source": s.source, "reason": s.reason} for s in d.skipped],
+    }
+
+
+def _cause(c: Cause) -> dict[str, Any]:
+    return {
+        "cause": c.cause, "confidence": c.confidence, "title": c.title, "explanation": c.explanation,
+        "evidence": [{"source": e.source, "line": e.line, "text": e.text, "file": e.file} for e in c.evidence],
+        "fixes": [{"summary": f.summary, "commands": list(f.commands)} for f in c.fixes],
+        "signatures": list(c.signatures),
+        "findings": [{"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail} for f in c.findings],
+    }
+
+
+def to_text(d: Diagnosis) -> str:
+    out: list[str] = []
+    if d.signal or d.exit_code is not None:
+        out.append(f"exit: {d.exit_meaning}")
+    if not d.causes:
+        out.append("No known cause recognised." + (f" The first exception was (line {d.first_exception.line}): "
+                                                   f"{d.first_exception.text}" if d.first_exception else ""))
+    for rank, c in enumerate(d.causes, 1):
+        label = "primary cause" if rank == 1 else f"cause {rank}"
+        out.append(f"\n{label}: {c.cause} (confidence {c.confidence:.2f}) - {c.title}")
+        out.append(f"  {c.explanation}")
+        for e in c.evidence[:6]:
+            where = f"{e.file}:{e.line}" if e.file and e.line else e.file or e.source
+            out.append(f"  [{e.source}] {where}: {e.text}")
+        for f in c.findings:
+            out.append(f"  [doctor {f.id} {f.severity}] {f.title}")
+        for f in c.fixes[:3]:
+            out.append(f"  fix: {f.summary}")
+            out.extend(f"    $ {cmd}" for cmd in f.commands)
+    for s in d.skipped:
+        out.append(f"\nnot read: {s.source}: {s.reason}")
+    if d.scanned:
+        out.append(f"\nscanned {len(d.scanned)} file(s), {d.lines} lines, {d.bytes_read / 1e6:.1f} MB")
+    return "\n".join(out).lstrip("\n") + "\n"

@@ -1,0 +1,189 @@
+"""envcheck diagnose on real text: logs recorded from real failures here and excerpts of users' logs from public
+issue threads (tests/assets/diagnose/PROVENANCE.md names the source of each)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from envcheck.cli import main
+from envcheck.diagnose.engine import Request, diagnose
+from envcheck.diagnose.exitcodes import from_text, interpret
+from envcheck.diagnose.kernel import read_file
+from envcheck.diagnose.scan import MAX_LINE, Matcher, scan
+from envcheck.diagnose.source import open_log
+from envcheck.matrix import load_matrix
+
+ASSETS = Path(__file__).parent / "assets" / "diagnose"
+RECORDED, PUBLIC = ASSETS / "recorded", ASSETS / "public"
+TAXONOMY = {"host_oom", "gpu_oom", "segfault_abi_mismatch", "segfault_other", "cuda_arch_unsupported",
+            "driver_too_old", "cuda_toolkit_mismatch", "missing_cuda_library", "nccl_error", "nccl_timeout",
+            "shm_too_small", "numpy_abi", "torch_cpu_only", "deepspeed_build_failure", "version_conflict"}
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
+    code = main(["diagnose", "--offline", "--json", *argv])
+    return code, json.loads(capsys.readouterr().out)
+
+
+# (file, expected primary cause, expected signal)
+CASES = [
+    (RECORDED / "torchrun-oom.log", "host_oom", "SIGKILL"),
+    (RECORDED / "torchrun-oom.log.gz", "host_oom", "SIGKILL"),
+    (RECORDED / "deepspeed-oom.log", "host_oom", "SIGKILL"),
+    (RECORDED / "torchrun-segv.log", "segfault_other", "SIGSEGV"),
+    (RECORDED / "bash-segv.log", "segfault_other", "SIGSEGV"),
+    (RECORDED / "bash-sigbus-shm64m.log", "shm_too_small", "SIGBUS"),
+    (RECORDED / "dataloader-shm64m.log", "shm_too_small", None),
+    (RECORDED / "import-undefined-symbol.log", "segfault_abi_mismatch", None),
+    (RECORDED / "import-missing-library.log", "missing_cuda_library", None),
+    (RECORDED / "torch-cpu-only-cuda.log", "torch_cpu_only", None),
+    (RECORDED / "torchrun-nccl-cpu-only.log", "torch_cpu_only", None),
+    (RECORDED / "ds-fused-adam-build.log", "cuda_toolkit_mismatch", None),
+    (PUBLIC / "llamafactory-6608-torchrun-exitcode-9.log", "host_oom", "SIGKILL"),
+    (PUBLIC / "llava-1085-deepspeed-return-code-9.log", "host_oom", "SIGKILL"),
+    (PUBLIC / "lmflow-430-deepspeed-return-code-7.log", "shm_too_small", "SIGBUS"),
+    (PUBLIC / "llamafactory-7396-nccl-watchdog.log", "nccl_timeout", None),
+    (PUBLIC / "nccl-1016-unhandled-system-error.log", "nccl_error", None),
+    (PUBLIC / "llamafactory-4026-cuda-oom.log", "gpu_oom", None),
+    (PUBLIC / "llamafactory-4732-flash-attn-undefined-symbol.log", "segfault_abi_mismatch", None),
+    (PUBLIC / "yuan-65-driver-too-old.log", "driver_too_old", None),
+    (PUBLIC / "jetson-812-no-kernel-image.log", "cuda_arch_unsupported", None),
+    (PUBLIC / "notebook-7522-numpy-abi.log", "numpy_abi", None),
+    (PUBLIC / "mgm-91-deepspeed-cuda-mismatch.log", "cuda_toolkit_mismatch", None),
+    (PUBLIC / "llamafactory-6884-version-check.log", "version_conflict", None),
+    (PUBLIC / "pytorch-104259-libcudnn-missing.log", "missing_cuda_library", None),
+]
+
+
+@pytest.mark.parametrize("path,cause,signal", CASES, ids=[c[0].name for c in CASES])
+def test_primary_cause_of_real_logs(capsys, path: Path, cause: str, signal: str | None) -> None:
+    code, doc = run_json(capsys, str(path))
+    assert code == 1
+    assert doc["causes"][0]["cause"] == cause
+    assert doc["signal"] == signal
+    confidences = [c["confidence"] for c in doc["causes"]]
+    assert confidences == sorted(confidences, reverse=True)
+    for c in doc["causes"]:
+        assert c["cause"] in TAXONOMY and 0 <= c["confidence"] <= 1 and c["title"] and c["fixes"]
+        assert {e["source"] for e in c["evidence"]} <= {"log", "kernel", "core", "exit_code"}
+
+
+def test_every_cause_of_the_taxonomy_has_signatures() -> None:
+    causes = {s.cause for s in load_matrix().signatures}
+    assert TAXONOMY <= causes
+
+
+def test_deepspeed_build_failure_lines_as_deepspeed_prints_them(tmp_path: Path, capsys) -> None:
+    # The f-strings of op_builder/builder.py (DeepSpeed v0.19.5) filled in as they print.
+    log = tmp_path / "ds.log"
+    log.write_text("[WARNING] Unable to JIT load the fused_adam op due to ninja not being installed.\n")
+    _, doc = run_json(capsys, str(log))
+    assert doc["causes"][0]["cause"] == "deepspeed_build_failure"
+
+
+def test_kernel_oom_record_confirms_sigkill_and_names_rss_and_limit(capsys) -> None:
+    code, doc = run_json(capsys, str(RECORDED / "torchrun-oom.log"),
+                         "--kernel-log", str(RECORDED / "dmesg-after-torchrun-oom.txt"))
+    first = doc["causes"][0]
+    assert first["cause"] == "host_oom" and first["confidence"] > 0.95
+    assert any(e["source"] == "kernel" and "Killed process 2610" in e["text"] for e in first["evidence"])
+    assert "253 MiB" in first["explanation"] and "400 MiB" in first["explanation"]
+
+
+def test_kernel_log_parser_on_real_records() -> None:
+    events = read_file(str(RECORDED / "dmesg-after-deepspeed-oom.txt"))
+    kill = events.oom_kills[-1]
+    assert (kill.pid, kill.comm, kill.anon_rss_kb, kill.limit_kb) == (2994, "python3", 893696, 1228800)
+    assert kill.constraint == "CONSTRAINT_MEMCG" and kill.memcg == "/envcheck-rec"
+    segfaults = read_file(str(RECORDED / "dmesg-segfaults.txt")).segfaults
+    assert [s.library for s in segfaults] == ["libc.so.6", "libc.so.6"]
+
+
+def test_unrelated_old_oom_kill_does_not_outrank_the_log(capsys) -> None:
+    _, doc = run_json(capsys, str(PUBLIC / "llamafactory-4026-cuda-oom.log"),
+                      "--kernel-log", str(RECORDED / "dmesg-after-torchrun-oom.txt"))
+    assert doc["causes"][0]["cause"] == "gpu_oom"
+
+
+def test_exit_code_alone(capsys) -> None:
+    code, doc = run_json(capsys, "--exit-code", "137")
+    assert (doc["exit_code"], doc["signal"], doc["causes"][0]["cause"]) == (137, "SIGKILL", "host_oom")
+    _, doc = run_json(capsys, "--exit-code", "-11")
+    assert (doc["signal"], doc["causes"][0]["cause"]) == ("SIGSEGV", "segfault_other")
+    _, doc = run_json(capsys, "--exit-code", "1")
+    assert doc["causes"] == [] and doc["signal"] is None
+
+
+def test_exit_text_forms() -> None:
+    assert from_text("traceback : Signal 9 (SIGKILL) received by PID 2610").signal == "SIGKILL"
+    assert from_text("exitcode  : -7 (pid: 1)").signal == "SIGBUS"
+    assert from_text("bash: line 1:  2771 Segmentation fault      python x.py").signal == "SIGSEGV"
+    assert interpret(135).signal == "SIGBUS" and interpret(2).signal is None
+
+
+def test_nothing_recognised_says_so(tmp_path: Path, capsys) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad dataset row 7\n")
+    assert main(["diagnose", "--offline", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "No known cause recognised" in out and "ValueError: bad dataset row 7" in out
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda p: p / "missing.log", "no such file"),
+    (lambda p: p, "is a directory"),
+    (lambda p: _write(p / "empty.log", b""), "is empty"),
+    (lambda p: _write(p / "bin.log", bytes(range(256)) * 64), "binary"),
+    (lambda p: _write(p / "core", b"\x7fELF\x02\x01\x01" + bytes(100)), "ELF"),
+    (lambda p: _write(p / "empty.log.gz", gzip.compress(b"")), "is empty"),
+    (lambda p: _write(p / "bad.gz", b"\x1f\x8b" + b"not gzip at all" * 10), "cannot read"),
+])
+def test_bad_input_is_exit_2_with_one_line(tmp_path: Path, capsys, make, message: str) -> None:
+    path = make(tmp_path)
+    assert main(["diagnose", "--offline", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_invalid_utf8_long_lines_and_no_final_newline(tmp_path: Path) -> None:
+    body = b"noise \xff\xfe\n" * 1000 + b"x" * (3 * MAX_LINE) + b" CUDA out of memory. Tried to allocate 2 GiB\n"
+    body += b"\xc3(" * 10 + b"\nlast line ncclSystemError: System call (e.g. socket, malloc) or external library call failed"
+    path = tmp_path / "odd.log"
+    path.write_bytes(body)
+    with open_log(str(path)) as log:
+        result = scan([log], Matcher(load_matrix().signatures))
+    assert result.lines == 1003
+    assert result.by_signature["SIG017"].hits[0].line == 1001
+    assert result.by_signature["SIG015"].hits[0].line == 1003
+
+
+def test_line_numbers_across_chunks(tmp_path: Path, monkeypatch) -> None:
+    import envcheck.diagnose.scan as scan_mod
+
+    monkeypatch.setattr(scan_mod, "CHUNK", 4096)
+    lines = [f"step {i} loss 1.0" for i in range(5000)]
+    lines[3210] = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    path = tmp_path / "big.log"
+    path.write_text("\n".join(lines) + "\n")
+    with open_log(str(path)) as log:
+        result = scan_mod.scan([log], Matcher(load_matrix().signatures))
+    assert result.lines == 5000 and result.by_signature["SIG023"].hits[0].line == 3211
+
+
+def test_stdin(monkeypatch, capsys) -> None:
+    import io
+    import sys
+
+    data = (PUBLIC / "yuan-65-driver-too-old.log").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(gzip.compress(data))))
+    _, doc = run_json(capsys, "-")
+    assert doc["causes"][0]["cause"] == "driver_too_old"
