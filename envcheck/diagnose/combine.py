@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from envcheck.checks.model import Finding
 from envcheck.diagnose.core import CoreReport
 from envcheck.diagnose.exitcodes import PRIORS, ExitInfo
 from envcheck.diagnose.kernel import KernelEvents
@@ -47,7 +48,7 @@ class _Draft:
 
 def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: ExitInfo | None,
             kernel: KernelEvents | None, core: CoreReport | None, log_pids: set[int],
-            findings: tuple[object, ...] = ()) -> tuple[Cause, ...]:
+            findings: tuple[Finding, ...] = ()) -> tuple[Cause, ...]:
     drafts: dict[str, _Draft] = {}
 
     def draft(cause: str) -> _Draft:
@@ -125,17 +126,17 @@ def _kernel_evidence(kernel: KernelEvents, exit_info: ExitInfo | None, log_pids:
         d.notes.append(fault.describe())
 
 
-def _link_findings(drafts: dict[str, _Draft], findings: tuple[object, ...]) -> None:
+def _link_findings(drafts: dict[str, _Draft], findings: tuple[Finding, ...]) -> None:
     """Doctor findings that predict a cause already seen confirm it ("flash-attn was built for torch 2.3")."""
     for finding in findings:
-        d = drafts.get(getattr(finding, "category", ""))
+        d = drafts.get(finding.category)
         if d is None or not d.strength:
             continue
-        severity = getattr(getattr(finding, "severity", None), "label", lambda: "info")()
-        d.findings.append(LinkedFinding(finding.id, severity, finding.title, finding.detail))  # type: ignore[attr-defined]
+        severity = finding.severity.label
+        d.findings.append(LinkedFinding(finding.id, severity, finding.title, finding.detail))
         if severity in ("error", "fatal"):
             d.support("snapshot", 0.5)
-        for fix in getattr(finding, "fixes", ()):
+        for fix in finding.fixes:
             d.fixes.append(Fix(fix.summary, tuple(fix.commands)))
 
 

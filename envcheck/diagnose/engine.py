@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from envcheck.checks.model import Finding
 from envcheck.diagnose import core as core_mod
 from envcheck.diagnose import exitcodes, kernel
 from envcheck.diagnose.combine import combine
@@ -102,7 +103,7 @@ def _exit_and_pids(code: int | None, result: ScanResult | None) -> tuple[exitcod
 
 
 def _findings(request: Request, matrix: object, capture: Callable[[], object] | None,
-              skipped: list[Skipped]) -> tuple[object, ...]:
+              skipped: list[Skipped]) -> tuple[Finding, ...]:
     if not (request.snapshot or request.probe):
         return ()
     from envcheck.checks import run_checks
@@ -112,4 +113,4 @@ def _findings(request: Request, matrix: object, capture: Callable[[], object] | 
     if snapshot is None:
         skipped.append(Skipped("snapshot", "no snapshot to link causes to"))
         return ()
-    return tuple(f for f in run_checks(snapshot, matrix, (), ()) if getattr(f, "category", "other") != "other")
+    return tuple(f for f in run_checks(snapshot, matrix, (), ()) if f.category != "other")
