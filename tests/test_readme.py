@@ -22,3 +22,16 @@ def test_every_finding_id_is_documented_in_the_readme() -> None:
     for check in REGISTRY:
         for finding_id in check.ids:
             assert finding_id in readme, f"{finding_id} ({check.name}) is missing from README's table"
+
+
+def test_every_package_directory_is_shipped() -> None:
+    """pyproject lists packages explicitly (compat_matrix is mapped in); a new subpackage must be listed too."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    present = {".".join(init.parent.relative_to(REPO).parts) for init in (REPO / "envcheck").rglob("__init__.py")}
+    assert present - listed == set(), f"missing from pyproject's packages: {present - listed}"

@@ -1,0 +1,110 @@
+"""requirements.lock.txt: every transitive dependency pinned with --hash, resolved by uv for the target platform.
+
+uv resolves metadata only (no wheel is installed), for the target's Python and manylinux platform, wheels only
+except the packages that publish nothing but an sdist (DeepSpeed, flash-attn): those are locked by their sdist's
+hash and built at install time. A non-default torch variant is reached with uv's --torch-backend, never a URL.
+`--exclude-newer` (default: the matrix's data date) makes the same inputs give the same lock tomorrow.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from envcheck.emit.environment_yml import pip_requirements
+from envcheck.emit.header import header
+from envcheck.errors import EnvcheckError
+from envcheck.resolve.solver import Resolution
+
+SDIST_ONLY = ("deepspeed", "flash-attn")
+INPUT_NAME = "requirements.in"
+# uv settings that would change what the command line pins; the user's index and cache settings are kept.
+UV_OWNED = ("UV_TORCH_BACKEND", "UV_EXCLUDE_NEWER", "UV_CONSTRAINT", "UV_OVERRIDE", "UV_PRERELEASE", "UV_RESOLUTION",
+            "UV_PYTHON", "UV_NO_BINARY", "UV_ONLY_BINARY", "UV_BUILD_CONSTRAINT")
+
+
+class LockError(EnvcheckError):
+    """uv is missing or could not resolve the stack: the message says which and why."""
+
+
+@dataclass(frozen=True)
+class LockOptions:
+    exclude_newer: str  # "2026-11-29T00:00:00Z"
+    uv: str  # path of the uv executable
+
+
+def find_uv() -> str | None:
+    beside = os.path.join(os.path.dirname(sys.executable), "uv")
+    return beside if os.access(beside, os.X_OK) else shutil.which("uv")
+
+
+def uv_version(uv: str) -> str:
+    out = subprocess.run([uv, "--version"], capture_output=True, text=True, check=False).stdout.split()
+    return out[1] if len(out) > 1 else "unknown"
+
+
+def platform(result: Resolution) -> str:
+    return f"x86_64-manylinux_{result.platform_glibc.replace('.', '_')}"
+
+
+def uv_arguments(result: Resolution, options: LockOptions) -> list[str]:
+    args = ["pip", "compile", INPUT_NAME, "--generate-hashes", "--no-header", "--quiet",
+            "--python-platform", platform(result), "--python-version", result.python,
+            "--exclude-newer", options.exclude_newer, "--only-binary", ":all:"]
+    for name in SDIST_ONLY:
+        args += ["--no-binary", name]
+    if not result.default_index:
+        args += ["--torch-backend", result.torch_index]
+    return args
+
+
+def input_text(result: Resolution) -> str:
+    return "".join(f"{line}\n" for line in pip_requirements(result))
+
+
+def render(result: Resolution, options: LockOptions, command: str) -> str:
+    """Run uv in a scratch directory (so no path of this machine leaks into the file) and add the header."""
+    args = uv_arguments(result, options)
+    env = {k: v for k, v in os.environ.items() if k not in UV_OWNED}  # index and cache settings stay the user's
+    with tempfile.TemporaryDirectory(prefix="envcheck-lock-") as scratch:
+        with open(os.path.join(scratch, INPUT_NAME), "w", encoding="utf-8") as handle:
+            handle.write(input_text(result))
+        try:
+            done = subprocess.run([options.uv, *args], cwd=scratch, capture_output=True, text=True, env=env,
+                                  timeout=900, check=False)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise LockError(f"uv could not run: {error}") from None
+    if done.returncode != 0:
+        tail = "\n".join(line for line in done.stderr.strip().splitlines()[-12:])
+        raise LockError(f"uv could not lock the stack (exit {done.returncode}):\n{tail}")
+    body = re.sub(r"^#.*\n", "", done.stdout, count=0) if done.stdout.startswith("#") else done.stdout
+    resolver = f"uv {uv_version(options.uv)} " + " ".join(_quote(a) for a in args)
+    text = header(result, "hashed requirements lock (install: pip install --require-hashes --no-deps -r FILE)",
+                  command) + f"# Resolver: {resolver}\n# Input ({INPUT_NAME}): {', '.join(pip_requirements(result))}\n"
+    return text + body
+
+
+def _quote(arg: str) -> str:
+    return f"'{arg}'" if any(c in arg for c in " *:<>=!,") else arg
+
+
+def blocks(lock: str) -> dict[str, str]:
+    """name -> its requirement block ('name==v \\\\n --hash=...'), to split sdist-only packages off for checks."""
+    found = {}
+    for block in re.split(r"\n(?=[A-Za-z0-9])", lock):
+        match = re.match(r"([A-Za-z0-9._-]+)==", block)
+        if match:
+            found[match.group(1).lower()] = block.rstrip("\n") + "\n"
+    return found
+
+
+def pip_platforms(glibc: str) -> list[str]:
+    """Every manylinux tag a glibc-X machine accepts, newest first (pip's --platform does not expand them)."""
+    major, minor = (int(x) for x in glibc.split("."))
+    tags = [f"manylinux_{major}_{m}_x86_64" for m in range(minor, 16, -1)]
+    return tags + ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]

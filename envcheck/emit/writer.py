@@ -1,0 +1,29 @@
+"""Put emitted files on disk: never overwrite an existing file unless forced, and say what was written."""
+
+from __future__ import annotations
+
+import os
+
+from envcheck.errors import UsageError
+
+
+def check_free(directory: str, names: list[str], force: bool) -> None:
+    """Refuse before anything is written, so a refused run leaves no half-written set of files."""
+    existing = [n for n in names if os.path.exists(os.path.join(directory, n))]
+    if existing and not force:
+        raise UsageError(f"{os.path.join(directory, existing[0])} exists; use --force to overwrite "
+                         f"({len(existing)} file(s) would be replaced)")
+
+
+def write(directory: str, files: dict[str, str]) -> list[str]:
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for name in sorted(files):
+        path = os.path.join(directory, name)
+        try:
+            with open(path, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(files[name])
+        except OSError as error:
+            raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
+        written.append(path)
+    return written

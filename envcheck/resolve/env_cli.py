@@ -1,0 +1,111 @@
+"""`envcheck env [TARGET] --format environment.yml|requirements|conda-lock|dockerfile|all [-o DIR] [--force]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "env"
+FORMATS = ("environment.yml", "requirements", "conda-lock", "dockerfile", "all")
+
+
+def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
+    from envcheck.resolve.flags import add_target_flags
+
+    parser = subparsers.add_parser(NAME, help="write environment.yml, a hashed lock, conda-lock inputs, a Dockerfile")
+    add_target_flags(parser)
+    parser.add_argument("--format", choices=FORMATS, default="all", help="which files to write (default: all)")
+    parser.add_argument("-o", "--output", metavar="DIR", default=".", help="directory to write into (default: .)")
+    parser.add_argument("--force", action="store_true", help="overwrite existing files")
+    parser.add_argument("--exclude-newer", metavar="DATE", help="lock only releases published before DATE "
+                        "(YYYY-MM-DD; default: the matrix's data date, so the lock is reproducible)")
+    parser.add_argument("--no-conda-lock", action="store_true", help="write conda-lock inputs but do not run it")
+    parser.add_argument("--json", action="store_true", help="one JSON document: the resolution and the files written")
+
+
+def command_text(args: argparse.Namespace) -> str:
+    """The command that reproduces the files, rebuilt from the parsed flags (not argv: no output paths in it)."""
+    parts = []
+    for flag, dest in (("--snapshot", "snapshot"), ("--driver", "driver"), ("--gpu", "gpu"),
+                       ("--compute-capability", "compute_capability"), ("--python", "python"), ("--cuda", "cuda"),
+                       ("--torch", "torch"), ("--with", "with_"), ("--for", "for_"), ("--exclude-newer", "exclude_newer")):
+        value = getattr(args, dest, None)
+        for item in value if isinstance(value, list) else [value] if value else []:
+            parts += [flag, f"'{item}'" if any(c in item for c in " <>=!*,") else item]
+    return "envcheck env " + " ".join(parts) + f" --format {args.format}"
+
+
+def exclude_newer(args: argparse.Namespace, matrix_version: str) -> str:
+    import re
+
+    from envcheck.errors import UsageError
+
+    date = args.exclude_newer or matrix_version.replace(".", "-")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        raise UsageError(f"--exclude-newer {date}: expected YYYY-MM-DD")
+    return f"{date}T00:00:00Z"
+
+
+def names_for(fmt: str) -> list[str]:
+    from envcheck.emit.conda_lock import VIRTUAL_NAME
+
+    table = {"environment.yml": ["environment.yml"], "requirements": ["requirements.lock.txt"],
+             "conda-lock": ["environment.yml", VIRTUAL_NAME], "dockerfile": ["Dockerfile", "requirements.lock.txt"]}
+    if fmt == "all":
+        return sorted({n for names in table.values() for n in names})
+    return table[fmt]
+
+
+def render_files(result, names: list[str], command: str, stamp: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """name -> text for the requested files (the lock runs uv)."""
+    from envcheck.emit import conda_lock, dockerfile, environment_yml, requirements
+    from envcheck.errors import UsageError
+
+    files: dict[str, str] = {}
+    if "environment.yml" in names:
+        files["environment.yml"] = environment_yml.render(result, command)
+    if conda_lock.VIRTUAL_NAME in names:
+        files[conda_lock.VIRTUAL_NAME] = conda_lock.virtual_packages(result, command)
+    if "requirements.lock.txt" in names:
+        uv = requirements.find_uv()
+        if uv is None:
+            raise UsageError("uv is needed to write requirements.lock.txt (pip install uv)")
+        try:
+            files["requirements.lock.txt"] = requirements.render(result, requirements.LockOptions(stamp, uv), command)
+        except requirements.LockError as error:
+            raise UsageError(str(error)) from None
+    if "Dockerfile" in names:
+        if result.base_image_ref is None:
+            raise UsageError(f"no CUDA {result.cuda} base image in the matrix: cannot write a Dockerfile")
+        files["Dockerfile"] = dockerfile.render(result, command)
+    return files
+
+
+def run(args: argparse.Namespace) -> int:
+    from envcheck.emit.conda_lock import run_conda_lock
+    from envcheck.emit.writer import check_free, write
+    from envcheck.formats.jsonfmt import dumps
+    from envcheck.resolve.cli import run_resolve
+    from envcheck.resolve.render import to_dict
+    from envcheck.resolve.solver import Impossible
+
+    matrix, target, result = run_resolve(args)
+    if isinstance(result, Impossible):
+        print(f"envcheck: impossible target: {result.reason}", file=sys.stderr)
+        return 1
+    names = names_for(args.format)
+    check_free(args.output, names, args.force)
+    files = render_files(result, names, command_text(args),
+                         exclude_newer(args, matrix.data_version))
+    written = write(args.output, files)
+    notes = []
+    if args.format in ("conda-lock", "all") and not args.no_conda_lock:
+        notes.append(run_conda_lock(args.output)[1])
+    if args.json:
+        sys.stdout.write(dumps({"resolution": to_dict(result), "written": written, "notes": notes}))
+    else:
+        for path in written:
+            print(f"wrote {path}")
+        for note in notes:
+            print(f"note: {note}")
+    return 0

@@ -1,0 +1,44 @@
+"""Resolve JSON (CONTRACT.md) and the human explanation of a Resolution or an Impossible."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envcheck.resolve.solver import Impossible, Resolution
+
+
+def to_dict(result: Resolution) -> dict[str, Any]:
+    return {
+        "target": result.target.to_dict(),
+        "matrix_version": result.matrix_version,
+        "pins": dict(sorted(result.pins.items())),
+        "torch_index": result.torch_index,
+        "default_index": result.default_index,
+        "base_image": result.base_image_ref,
+        "platform": f"x86_64-manylinux_{result.platform_glibc.replace('.', '_')}",
+        "reasons": [{"package": r.package, "choice": r.choice, "why": r.why} for r in result.reasons],
+        "warnings": list(result.warnings),
+    }
+
+
+def impossible_dict(result: Impossible, target: dict[str, Any], matrix_version: str) -> dict[str, Any]:
+    return {"target": target, "matrix_version": matrix_version, "possible": False, "reason": result.reason,
+            "rejected": list(result.details)}
+
+
+def render_text(result: Resolution) -> str:
+    lines = [f"stack for {_target_line(result)} (matrix {result.matrix_version})", ""]
+    width = max(len(r.package) for r in result.reasons)
+    for reason in result.reasons:
+        lines.append(f"  {reason.package:<{width}}  {reason.choice}")
+        lines.append(f"  {'':<{width}}    {reason.why}")
+    if result.warnings:
+        lines.append("")
+        lines.extend(f"warning: {w}" for w in result.warnings)
+    return "\n".join(lines) + "\n"
+
+
+def _target_line(result: Resolution) -> str:
+    target = result.target
+    gpus = ", ".join(f"{g.name} ({g.cc})" for g in target.gpus) or "no GPU"
+    return f"driver {target.driver}, {gpus}, Python {result.python}"
