@@ -1,0 +1,147 @@
+"""The planner against real torch, transformers, peft and DeepSpeed, run in a throwaway venv (marked slow).
+
+- parameter counts of tiny configs of every family the counter knows equal what transformers builds;
+- predicted weight + gradient + optimizer bytes (fp32, no ZeRO) equal what torch allocated after one AdamW step,
+  for a full fine-tune and for LoRA on all linear layers;
+- every DeepSpeed config the planner writes loads with DeepSpeed's own DeepSpeedConfig.
+The venv is built once and cached under ~/.cache/envcheck-tests (outside the repository, so `pytest
+--cache-clear` in a concurrent run cannot break it); the tests skip if it cannot be built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck import cli
+from envcheck.plan.gpu import gpu_memory
+from envcheck.plan.params import load_config
+from envcheck.plan.setup import Setup
+
+pytestmark = pytest.mark.slow
+PROBE = Path(__file__).parent / "assets" / "plan" / "torch_probe.py"
+TORCH = "torch==2.13.0"  # a CPU wheel; a newer unpinned torch may pull a multi-GB CUDA build
+
+_BASE = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "vocab_size": 500, "max_position_embeddings": 128}
+TINY = {
+    "llama": {"model_type": "llama", "tie_word_embeddings": False},
+    "qwen2": {"model_type": "qwen2", "tie_word_embeddings": True},
+    "qwen3": {"model_type": "qwen3", "head_dim": 32, "tie_word_embeddings": False},
+    "gemma2": {"model_type": "gemma2", "head_dim": 16},
+    "mixtral": {"model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 2},
+    "qwen2_moe": {"model_type": "qwen2_moe", "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                  "shared_expert_intermediate_size": 48, "decoder_sparse_step": 1},
+    "deepseek_v2": {"model_type": "deepseek_v2", "n_routed_experts": 4, "n_shared_experts": 1,
+                    "num_experts_per_tok": 2, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
+                    "kv_lora_rank": 16, "q_lora_rank": None, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8,
+                    "v_head_dim": 16, "num_key_value_heads": 4},
+}
+# Fused expert tensors (transformers 5) are adapted differently by each peft release: LoRA is compared on dense ones.
+DENSE = ("llama", "qwen2", "qwen3", "gemma2")
+DS_CHOICES = [("0", "none"), ("1", "optimizer"), ("2", "none"), ("2", "optimizer"), ("3", "none"),
+              ("3", "optimizer"), ("3", "all")]
+
+
+def _pip(python: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def probe_python(request: pytest.FixtureRequest) -> Path:
+    """A venv with torch, peft (and transformers) and DeepSpeed, built once under ~/.cache/envcheck-tests."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    root = cache / "envcheck-tests" / f"plan-venv-py{sys.version_info[0]}{sys.version_info[1]}"
+    python = root / "bin" / "python"
+    ready = root / "envcheck-ready"
+    if ready.exists() and (root / "pyvenv.cfg").exists():
+        check = subprocess.run([str(python), "-c", "import torch, peft, deepspeed"], capture_output=True, timeout=120)
+        if check.returncode == 0:
+            return python
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True, capture_output=True, timeout=120)
+        for step in ((TORCH,), ("peft",), ("setuptools", "wheel")):
+            result = _pip(python, *step)
+            if result.returncode:
+                pytest.skip(f"cannot install {' '.join(step)} into a test venv: {result.stderr.strip()[-300:]}")
+        result = _pip(python, "--no-build-isolation", "deepspeed")
+        if result.returncode:
+            pytest.skip(f"cannot install deepspeed into a test venv: {result.stderr.strip()[-300:]}")
+    except (OSError, subprocess.SubprocessError) as error:
+        pytest.skip(f"cannot build a test venv: {error}")
+    ready.write_text("ok\n")
+    return python
+
+
+@pytest.fixture(scope="session")
+def probed(probe_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[type-arg]
+    work = tmp_path_factory.mktemp("plan-probe")
+    request: dict = {"models": {}, "deepspeed": {}, "lora_rank": 8}  # type: ignore[type-arg]
+    for name, extra in TINY.items():
+        folder = work / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({**_BASE, **extra}))
+        request["models"][name] = str(folder)
+    for zero, offload in DS_CHOICES:
+        target = work / f"ds_z{zero}_{offload}.json"
+        code = cli.main(["plan", "7B", "--method", "full", "--gpus", "1", "--gpu-mem", "80", "--host-mem", "4096",
+                         "--zero", zero, "--offload", offload, "--batch", "2", "--grad-accum", "4",
+                         "--emit-ds-config", str(target), "--json"])
+        assert code in (0, 1)
+        request["deepspeed"][f"{zero}/{offload}"] = str(target)
+    (work / "request.json").write_text(json.dumps(request))
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "TRANSFORMERS_VERBOSITY": "error"}
+    result = subprocess.run([str(probe_python), str(PROBE), str(work / "request.json")], capture_output=True,
+                            text=True, timeout=600, env=env, cwd=work)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    data["dirs"] = request["models"]
+    return data
+
+
+@pytest.mark.parametrize("family", sorted(TINY))
+def test_parameter_count_equals_what_transformers_builds(probed, family):
+    assert load_config(probed["dirs"][family]).params == probed["models"][family]["params"]
+
+
+@pytest.mark.parametrize("family", sorted(TINY))
+def test_full_finetune_state_bytes_equal_torch_allocations(probed, family):
+    spec = load_config(probed["dirs"][family])
+    predicted = gpu_memory(spec, Setup(method="full", precision="fp32", zero=0))
+    measured = probed["models"][family]["full"]
+    assert predicted.weights == measured["weights"]
+    assert predicted.gradients == measured["gradients"]
+    assert predicted.optimizer == measured["optimizer"]
+
+
+@pytest.mark.parametrize("family", DENSE)
+def test_lora_state_bytes_equal_torch_allocations(probed, family):
+    measured = probed["models"][family]["lora"]
+    if "skipped" in measured:
+        pytest.skip(measured["skipped"])
+    spec = load_config(probed["dirs"][family])
+    setup = Setup(method="lora", precision="fp32", zero=0, lora_rank=8, lora_targets="all")
+    predicted = gpu_memory(spec, setup)
+    assert spec.lora_params(8, "all") == measured["trainable"]
+    assert predicted.weights == measured["weights"]
+    assert predicted.gradients == measured["gradients"]
+    assert predicted.optimizer == measured["optimizer"]
+
+
+@pytest.mark.parametrize("choice", [f"{z}/{o}" for z, o in DS_CHOICES])
+def test_written_deepspeed_config_loads_with_deepspeed(probed, choice):
+    result = probed["deepspeed"][choice]
+    if "skipped" in result:
+        pytest.skip(result["skipped"])
+    assert result["ok"], result.get("error")
+    zero, offload = choice.split("/")
+    assert result["stage"] == int(zero) and result["micro_batch"] == 2
+    assert result["offload_optimizer"] == (offload != "none")
+    assert result["offload_param"] == (offload == "all")
