@@ -137,7 +137,7 @@ def _link_findings(drafts: dict[str, _Draft], findings: tuple[Finding, ...]) -> 
         if severity in ("error", "fatal"):
             d.support("snapshot", 0.5)
         for fix in finding.fixes:
-            d.fixes.append(Fix(fix.summary, tuple(fix.commands)))
+            d.fixes.append(fix)
 
 
 def _freeze(d: _Draft) -> Cause:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from envcheck.checks.model import Fix  # noqa: F401  (one fix record for doctor findings and diagnose causes)
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -39,12 +41,6 @@ class Evidence:
     line: int | None
     text: str
     file: str | None = None
-
-
-@dataclass(frozen=True)
-class Fix:
-    summary: str
-    commands: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
