@@ -31,6 +31,9 @@ STACKS = (
           "current LLaMA-Factory on Blackwell (B200, sm 10.0) with driver 580.95.05"),
     Stack("t4-580", ("--driver", "580.95.05", "--gpu", "T4", "--for", "llamafactory"),
           "current LLaMA-Factory on Turing (T4, sm 7.5) with driver 580.95.05"),
+    Stack("v100-580-torch2.8", ("--driver", "580.95.05", "--gpu", "V100", "--torch", "2.8", "--for", "llamafactory"),
+          "current LLaMA-Factory on Volta (V100, sm 7.0) with driver 580.95.05; torch pinned to 2.8, the newest "
+          "release whose default-index build (CUDA 12.8) still has sm_70 kernels"),
     Stack("ampere-535-torch2.3", ("--driver", "535.104.05", "--gpu", "A100", "--torch", "2.3", "--for", "llamafactory"),
           "an older 535-branch driver (535.104.05, CUDA 12.2) on A100, torch pinned to 2.3 so that its CUDA 12.1 "
           "build comes from the default package index (LLaMA-Factory falls back to 0.9.3)"),
