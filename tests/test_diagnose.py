@@ -43,6 +43,7 @@ CASES = [
     (RECORDED / "torch-cpu-only-cuda.log", "torch_cpu_only", None),
     (RECORDED / "torchrun-nccl-cpu-only.log", "torch_cpu_only", None),
     (RECORDED / "ds-fused-adam-build.log", "cuda_toolkit_mismatch", None),
+    (RECORDED / "ds-jit-build-failure.log", "deepspeed_build_failure", None),
     (PUBLIC / "llamafactory-6608-torchrun-exitcode-9.log", "host_oom", "SIGKILL"),
     (PUBLIC / "llava-1085-deepspeed-return-code-9.log", "host_oom", "SIGKILL"),
     (PUBLIC / "lmflow-430-deepspeed-return-code-7.log", "shm_too_small", "SIGBUS"),
