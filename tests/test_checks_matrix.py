@@ -31,12 +31,39 @@ def test_deepspeed_accepts_a_minor_mismatch_inside_its_list() -> None:
 
 
 def test_deepspeed_refuses_a_minor_outside_its_list() -> None:
-    """12.9 is not in DeepSpeed 0.16.3's list (12.9 was added in 0.17.2), so its op builds raise."""
+    """12.9 is not in DeepSpeed 0.16.3's list (12.9 was added in 0.17.2): pre-builds and CPU-op JIT builds raise."""
     snap = dataclasses.replace(healthy_h100(), cuda_toolkits=kit("12.9.86"), env={"CUDA_HOME": "/usr/local/cuda"})
     (finding,) = findings(snap, "EC505")
-    assert finding.severity == Severity.ERROR and "will not build its ops" in finding.title
+    assert finding.severity == Severity.WARNING and "refuses to build some ops" in finding.title
+    assert "cpu_adam" in finding.detail
     skipping = dataclasses.replace(snap, env={"CUDA_HOME": "/usr/local/cuda", "DS_SKIP_CUDA_CHECK": "1"})
-    assert findings(skipping, "EC505")[0].severity == Severity.WARNING
+    (skipped,) = findings(skipping, "EC505")
+    assert skipped.severity == Severity.INFO and "DS_SKIP_CUDA_CHECK=1" in skipped.title
+
+
+def test_deepspeed_without_a_cuda13_list_refuses_any_cuda13_minor_mismatch() -> None:
+    """DeepSpeed <= 0.19.5 has no CUDA 13 entry in cuda_minor_mismatch_ok: 13.2 vs 13.0 raises, it is not unknown."""
+    node = Nvidia("595.45.04", "13.2", "nvml", gpus("NVIDIA H100 80GB HBM3", "9.0", 8, 81559))
+    snap = machine(nvidia=node, cuda_toolkits=kit("13.2.51"), env={"CUDA_HOME": "/usr/local/cuda"},
+                   python=python({"torch": "2.13.0+cu130", "deepspeed": "0.19.5"}), torch=Torch("2.13.0+cu130", "13.0"))
+    (finding,) = findings(snap, "EC505")
+    assert finding.severity == Severity.WARNING
+    assert not [f for f in findings(snap, "EC599") if "cuda_minor_mismatch_ok" in f.detail]
+
+
+def test_deepspeed_jit_ops_without_any_toolkit() -> None:
+    """A runtime image: DeepSpeed with no pre-built ops, torch with CUDA, GPUs, and no nvcc anywhere."""
+    snap = dataclasses.replace(healthy_h100(), cuda_toolkits=(), env={})
+    (finding,) = findings(snap, "EC515")
+    assert finding.severity == Severity.ERROR and finding.category == "deepspeed_build_failure"
+
+
+def test_versioned_toolkit_outside_torchs_search_is_not_the_build_toolkit() -> None:
+    """torch's cpp_extension never looks at /usr/local/cuda-11.8 by itself: that is 'no toolkit', not a mismatch."""
+    stray = (CudaToolkit("/usr/local/cuda-11.8", "11.8.89", False, False, ("/usr/local",),
+                         "/usr/local/cuda-11.8/bin/nvcc"),)
+    snap = dataclasses.replace(healthy_h100(), cuda_toolkits=stray, env={})
+    assert findings(snap, "EC505") == [] and [f.id for f in findings(snap, "EC515")] == ["EC515"]
 
 
 def test_minor_mismatch_without_deepspeed_is_info() -> None:

@@ -10,8 +10,8 @@ from envcheck.snapshot import CudaToolkit, Snapshot
 
 
 def build_toolkit(snapshot: Snapshot) -> CudaToolkit | None:
-    """The toolkit torch's cpp_extension (and so DeepSpeed and flash-attn builds) uses: CUDA_HOME, CUDA_PATH, then
-    the nvcc on PATH, then /usr/local/cuda."""
+    """The toolkit torch.utils.cpp_extension (and so DeepSpeed and flash-attn builds) uses, in its own order
+    (`_find_cuda_home`): CUDA_HOME, CUDA_PATH, the nvcc on PATH, then exactly /usr/local/cuda; else none."""
     kits = snapshot.cuda_toolkits
     for variable in ("CUDA_HOME", "CUDA_PATH"):
         if snapshot.env.get(variable):
@@ -19,8 +19,7 @@ def build_toolkit(snapshot: Snapshot) -> CudaToolkit | None:
     first = next((k for k in kits if k.first_on_path), None)
     if first is not None:
         return first
-    return next((k for k in kits if k.path.rstrip("/").endswith("/cuda")), None) or next(
-        (k for k in kits if k.path.startswith("/usr/local/cuda")), None)
+    return next((k for k in kits if "/usr/local/cuda" in k.found_via), None)
 
 
 @dataclass(frozen=True)
@@ -44,19 +43,22 @@ def gpu_capabilities(snapshot: Snapshot, matrix: Matrix) -> list[GpuCapability]:
 
 @dataclass(frozen=True)
 class ArchList:
-    sass: tuple[str, ...]  # "8.0"
+    sass: tuple[str, ...]  # "8.0", or "9.0a" / "10.0f" for arch- and family-specific targets
     ptx: tuple[str, ...]
     source: str  # "runtime" (torch.cuda.get_arch_list() in a child) or the matrix row's source
 
 
 def _from_runtime_names(names: list[str]) -> ArchList:
+    """['sm_80', 'sm_90a', 'compute_90'] -> SASS 8.0, 9.0a and PTX 9.0 (the suffix is kept: it limits where the code
+    runs)."""
     sass, ptx = [], []
     for name in names:
-        kind, _, digits = name.partition("_")
-        digits = digits.rstrip("af")  # sm_90a, sm_100f: arch-specific variants of the same capability
-        if not digits.isdigit():
+        kind, _, code = name.partition("_")
+        suffix = code[-1] if code[-1:] in ("a", "f") else ""
+        digits = code[:-1] if suffix else code
+        if not digits.isdigit() or len(digits) < 2:
             continue
-        cc = f"{digits[:-1]}.{digits[-1]}"
+        cc = f"{digits[:-1]}.{digits[-1]}{suffix}"
         (sass if kind == "sm" else ptx if kind == "compute" else []).append(cc)
     return ArchList(tuple(sass), tuple(ptx), "runtime: torch.cuda.get_arch_list()")
 
@@ -76,16 +78,27 @@ def torch_arch_list(snapshot: Snapshot, matrix: Matrix) -> ArchList | None:
 
 
 def cc_key(cc: str) -> tuple[int, int]:
-    major, _, minor = cc.partition(".")
+    major, _, minor = cc.rstrip("af").partition(".")
     return int(major), int(minor or 0)
 
 
+def _serves(target: str, cc: str, forward: bool) -> bool:
+    """Whether code built for `target` runs on capability `cc`. Plain SASS and family (f) code run on the same
+    major at an equal or higher minor; arch-specific (a) code only on exactly that capability; plain PTX (forward)
+    is JIT-compiled for any equal or higher capability."""
+    built, device = cc_key(target), cc_key(cc)
+    if target.endswith("a"):
+        return built == device
+    if forward and not target.endswith("f"):
+        return built <= device
+    return built[0] == device[0] and built[1] <= device[1]
+
+
 def runs_on(arch: ArchList, cc: str) -> str | None:
-    """'sass' when a cubin runs on this capability (same major, minor not above it), 'ptx' when only PTX can be
-    JIT-compiled for it (PTX of a capability not above it), None when the build has no code for it."""
-    target = cc_key(cc)
-    if any(cc_key(s)[0] == target[0] and cc_key(s)[1] <= target[1] for s in arch.sass):
+    """'sass' when a cubin runs on this capability, 'ptx' when only PTX can be JIT-compiled for it, None when the
+    build has no code for it (CUDA C++ Programming Guide, "Binary Compatibility" and "PTX Compatibility")."""
+    if any(_serves(s, cc, forward=False) for s in arch.sass):
         return "sass"
-    if any(cc_key(p) <= target for p in arch.ptx):
+    if any(_serves(p, cc, forward=True) for p in arch.ptx):
         return "ptx"
     return None

@@ -49,6 +49,20 @@ def nvcc_path_vs_cuda_home(snapshot: Snapshot, _matrix: object) -> Iterator[Find
 
 
 DS_BUILDER = "https://github.com/deepspeedai/DeepSpeed/blob/master/op_builder/builder.py"
+# DeepSpeed runs assert_no_cuda_mismatch when it pre-builds ops (DS_BUILD_OPS / DS_BUILD_<OP>) and when it builds
+# its CPU ops just in time (get_cuda_compile_flag in TorchCPUOpBuilder.cxx_args); a JIT build of a CUDA op goes
+# through torch's cpp_extension, which only warns about a minor mismatch (op_builder/builder.py at v0.16.3).
+DS_CHECKED_OPS = "pre-built ops and the CPU ops built just in time (cpu_adam and cpu_adagrad for ZeRO-Offload, async_io)"
+
+
+def _minor_list(matrix: Matrix, deepspeed: str, cuda_major: int) -> tuple[str, ...] | None:
+    """DeepSpeed's cuda_minor_mismatch_ok for this major; () when DeepSpeed's list has no entry for it (then any
+    minor mismatch raises); None when the matrix does not cover this DeepSpeed release at all."""
+    row = query.deepspeed_minor_ok(matrix, deepspeed, cuda_major)
+    if row is not None:
+        return row.minors
+    covered = any(query.satisfies(deepspeed, r.deepspeed) for r in matrix.deepspeed_cuda_minor_ok)
+    return () if covered else None
 
 
 @check("EC505", needs_matrix=True)
@@ -79,25 +93,52 @@ def nvcc_vs_torch_cuda(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding |
             "torch.utils.cpp_extension only warns about a minor mismatch (\"Most likely this shouldn't be a "
             "problem\"); DeepSpeed would be stricter.", tuple(evidence), (fix,))
         return
-    allowed = query.deepspeed_minor_ok(matrix, deepspeed, major(nvcc) or 0)
+    allowed = _minor_list(matrix, deepspeed, major(nvcc) or 0)
     evidence.append(Evidence("python.packages.deepspeed", deepspeed))
-    if allowed is not None:
-        evidence.append(Evidence("matrix deepspeed_cuda_minor_ok", " ".join(allowed.minors), None, allowed.source))
-    if allowed is not None and nvcc in allowed.minors and runtime in allowed.minors:
+    if allowed is None:
+        yield Unevaluated("nvcc vs torch CUDA for DeepSpeed", f"the matrix has no cuda_minor_mismatch_ok for DeepSpeed {deepspeed}")
+        return
+    evidence.append(Evidence(f"matrix deepspeed_cuda_minor_ok[{major(nvcc)}]", " ".join(allowed) or "(none)"))
+    if nvcc in allowed and runtime in allowed:
         yield Finding(
             "EC505", Severity.INFO, "cuda_toolkit_mismatch",
             f"nvcc {kit.nvcc_version} and torch's CUDA {torch.cuda} differ in minor version (DeepSpeed accepts this)",
             "DeepSpeed's builder accepts this pair (\"since the APIs are compatible, accepting this combination\").",
             tuple(evidence), (fix,), (DS_BUILDER,))
         return
-    if allowed is None:
-        yield Unevaluated("nvcc vs torch CUDA for DeepSpeed",
-                          f"the matrix has no cuda_minor_mismatch_ok list for DeepSpeed {deepspeed}, CUDA {major(nvcc)}")
-    skip = snapshot.env.get("DS_SKIP_CUDA_CHECK") == "1"
+    if snapshot.env.get("DS_SKIP_CUDA_CHECK") == "1":
+        yield Finding(
+            "EC505", Severity.INFO, "cuda_toolkit_mismatch",
+            f"nvcc {kit.nvcc_version} and torch's CUDA {torch.cuda} differ; DeepSpeed builds anyway (DS_SKIP_CUDA_CHECK=1)",
+            "DeepSpeed skips its check (\"but it may result in unexpected behavior\").", tuple(evidence), (fix,),
+            (DS_BUILDER,))
+        return
     yield Finding(
-        "EC505", Severity.WARNING if skip or allowed is None else Severity.ERROR, "cuda_toolkit_mismatch",
-        f"nvcc {kit.nvcc_version} and torch's CUDA {torch.cuda} differ: DeepSpeed {deepspeed} will not build its ops",
-        ("DS_SKIP_CUDA_CHECK=1 is set, so DeepSpeed builds anyway \"but it may result in unexpected behavior\"."
-         if skip else "DeepSpeed raises CUDAMismatchException (\"unable to compile cuda/cpp extensions without a "
-                      "matching cuda version\") when an op is built just in time or pre-built."),
-        tuple(evidence), (fix,), (DS_BUILDER,))
+        "EC505", Severity.WARNING, "cuda_toolkit_mismatch",
+        f"nvcc {kit.nvcc_version} and torch's CUDA {torch.cuda} differ: DeepSpeed {deepspeed} refuses to build some ops",
+        f"DeepSpeed raises CUDAMismatchException (\"unable to compile cuda/cpp extensions without a matching cuda "
+        f"version\") for {DS_CHECKED_OPS}; CUDA ops built just in time (fused_adam) only get torch's warning.",
+        tuple(evidence), (fix, Fix("Or accept the pair knowingly", ("export DS_SKIP_CUDA_CHECK=1",))), (DS_BUILDER,))
+
+
+@check("EC515", needs_matrix=True)
+def no_toolkit_for_deepspeed_jit(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding]:
+    """DeepSpeed without pre-built ops compiles them at first use; with no CUDA_HOME that first use fails."""
+    torch, ds, nvidia = snapshot.torch, snapshot.deepspeed, snapshot.nvidia
+    if torch is None or not torch.cuda or ds is None or nvidia is None or not nvidia.gpus:
+        return
+    if build_toolkit(snapshot) is not None:
+        return
+    prebuilt = ", ".join(ds.installed_ops) or "none"
+    yield Finding(
+        "EC515", Severity.WARNING if ds.installed_ops else Severity.ERROR, "deepspeed_build_failure",
+        "no CUDA toolkit for DeepSpeed's just-in-time op builds (no CUDA_HOME, no nvcc on PATH, no /usr/local/cuda)",
+        "The first op DeepSpeed builds (fused_adam for its default optimizer, cpu_adam for offload) fails with "
+        "\"CUDA_HOME does not exist, unable to compile CUDA op(s)\". Pre-built ops: " + prebuilt + ".",
+        (Evidence("cuda_toolkits", "none usable by torch.utils.cpp_extension"),
+         Evidence("deepspeed.installed_ops", prebuilt)),
+        (Fix(f"Install a CUDA {major_minor(torch.cuda)} toolkit (nvcc) and point CUDA_HOME at it",
+             (f"export CUDA_HOME=/usr/local/cuda-{major_minor(torch.cuda)}",)),
+         Fix("Or pre-build DeepSpeed's ops where a toolkit exists",
+             ("DS_BUILD_OPS=1 pip install --no-build-isolation --no-cache-dir deepspeed",))),
+        (DS_BUILDER,))

@@ -51,7 +51,9 @@ def _candidates(environ: dict[str, str]) -> list[tuple[str, str]]:
         if environ.get(variable):
             found.append((os.path.join(environ[variable], "bin", "nvcc"), variable))
     for root in sorted(glob.glob("/usr/local/cuda*")) + ["/opt/cuda"]:
-        found.append((os.path.join(root, "bin", "nvcc"), "/usr/local" if root.startswith("/usr/local") else root))
+        # /usr/local/cuda itself is torch's last fallback for CUDA_HOME; the versioned siblings are only found here.
+        via = root if root in ("/usr/local/cuda", "/opt/cuda") else "/usr/local"
+        found.append((os.path.join(root, "bin", "nvcc"), via))
     return found
 
 
