@@ -112,19 +112,22 @@ SCENARIOS = {
                         python=python({"torch": "2.3.1+cu121", "deepspeed": "0.14.4"}),
                         torch=Torch("2.3.1+cu121", "12.1"), env={"CUDA_HOME": "/usr/local/cuda-11.8"}),
         "EC505", "error", "cuda_toolkit_mismatch"),
-    # A conda env's cudatoolkit NCCL exported on LD_LIBRARY_PATH, shadowing torch's nvidia-nccl-cu12 wheel.
-    "conda_nccl_shadows_wheel": (
+    # A conda env's cudatoolkit 12.1 exported on LD_LIBRARY_PATH: the nvidia-cublas-cu12 12.4 wheel's libcublas
+    # loads libcublasLt.so.12 by soname and gets the conda one (pytorch/pytorch#101314).
+    "conda_cublaslt_shadows_wheel": (
         lambda: dataclasses.replace(healthy_h100(), libraries=(
-            Library("libnccl", "2.18.3", "/opt/conda/envs/train/lib/libnccl.so.2.18.3", "LD_LIBRARY_PATH"),
-            Library("libnccl", "2.21.5", "/opt/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2", "wheel")),
+            Library("libcublasLt", "12.1.3.1", "/opt/conda/envs/train/lib/libcublasLt.so.12.1.3.1", "LD_LIBRARY_PATH"),
+            Library("libcublasLt", "12.4.5.8",
+                    "/opt/venv/lib/python3.11/site-packages/nvidia/cublas/lib/libcublasLt.so.12", "wheel")),
             env={"CUDA_HOME": "/usr/local/cuda-12.4", "LD_LIBRARY_PATH": "/opt/conda/envs/train/lib"}),
-        "EC511", "warning", "nccl_error"),
-    # A conda env's cudatoolkit cuDNN 9.0 exported on LD_LIBRARY_PATH, shadowing nvidia-cudnn-cu12 9.1.
+        "EC514", "warning", "segfault_abi_mismatch"),
+    # The same with a cuDNN 9.0 sub-library (cuDNN 9 dlopens libcudnn_ops and friends) against nvidia-cudnn-cu12 9.1.
     "conda_cudnn_shadows_wheel": (
         lambda: dataclasses.replace(healthy_h100(), libraries=(
-            Library("libcudnn", "9.0.0", "/opt/conda/envs/train/lib/libcudnn.so.9.0.0", "LD_LIBRARY_PATH"),
-            Library("libcudnn", "9.1.0.70", "/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9",
-                    "wheel")), env={"CUDA_HOME": "/usr/local/cuda-12.4", "LD_LIBRARY_PATH": "/opt/conda/envs/train/lib"}),
+            Library("libcudnn_ops", "9.0.0", "/opt/conda/envs/train/lib/libcudnn_ops.so.9.0.0", "LD_LIBRARY_PATH"),
+            Library("libcudnn_ops", "9.1.0.70",
+                    "/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn_ops.so.9", "wheel")),
+            env={"CUDA_HOME": "/usr/local/cuda-12.4", "LD_LIBRARY_PATH": "/opt/conda/envs/train/lib"}),
         "EC514", "warning", "segfault_abi_mismatch"),
     # Docker's default 64 MB /dev/shm.
     "docker_default_shm": (

@@ -172,6 +172,19 @@ def test_unconfirmed_matrix_rows_never_raise_above_info() -> None:
     assert kb and all(f.severity == Severity.INFO for f in kb)
 
 
+def test_torchs_direct_libraries_are_not_shadowed() -> None:
+    """PyPI torch finds libnccl, libcudart, libcudnn and libcublas through DT_RPATH, searched before LD_LIBRARY_PATH."""
+    from envcheck.snapshot import Library
+
+    site = "/opt/venv/lib/python3.11/site-packages/nvidia"
+    libs = (Library("libnccl", "2.18.3", "/usr/local/nccl/lib/libnccl.so.2.18.3", "LD_LIBRARY_PATH"),
+            Library("libcudart", "12.1.105", "/usr/local/cuda-12.1/lib64/libcudart.so.12.1.105", "LD_LIBRARY_PATH"),
+            Library("libnccl", "2.21.5", f"{site}/nccl/lib/libnccl.so.2", "wheel"),
+            Library("libcudart", "12.4.127", f"{site}/cuda_runtime/lib/libcudart.so.12", "wheel"))
+    snap = dataclasses.replace(healthy_h100(), libraries=libs)
+    assert findings(snap, "EC514") == [] and findings(snap, "EC511") == []
+
+
 def test_other_soname_on_ld_library_path_does_not_shadow() -> None:
     """libcudnn.so.8 cannot stand in for the wheel's libcudnn.so.9: the loader matches sonames."""
     from envcheck.snapshot import Library

@@ -80,7 +80,8 @@ def test_parse_ldconfig_lines() -> None:
             "\tlibcudnn_ops.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn_ops.so.9\n"
             "\tlibc.so.6 (libc6,x86-64, OS ABI: Linux 3.2.0) => /lib/x86_64-linux-gnu/libc.so.6\n")
     assert parse_ldconfig(text) == [("libnccl", "/usr/lib/x86_64-linux-gnu/libnccl.so.2"),
-                                    ("libcudart", "/usr/local/cuda-12.4/lib64/libcudart.so.12")]
+                                    ("libcudart", "/usr/local/cuda-12.4/lib64/libcudart.so.12"),
+                                    ("libcudnn_ops", "/usr/lib/x86_64-linux-gnu/libcudnn_ops.so.9")]
 
 
 def test_stale_nccl_on_ld_library_path_is_listed_before_the_wheels(tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ from envcheck.checks.model import Evidence, Finding, Fix, Severity
 from envcheck.checks.versions import major
 from envcheck.snapshot import Snapshot
 
-_CATEGORY = {"libnccl": "nccl_error"}
+# What torch's libraries load themselves, through DT_RPATH set on PyPI wheels (patchelf --force-rpath in
+# pytorch/builder's manywheel scripts, pytorch/builder#1150): LD_LIBRARY_PATH cannot replace these.
+DIRECT = frozenset({"libcudart", "libnccl", "libcudnn", "libcublas"})
 
 
 def _soname(path: str) -> str:
@@ -22,11 +24,12 @@ def _soname(path: str) -> str:
 
 @check("EC514")
 def ld_library_path_shadows_wheels(snapshot: Snapshot, _matrix: object) -> Iterator[Finding]:
-    """The loader searches LD_LIBRARY_PATH before a library's RUNPATH, so a conda env's or a system toolkit's copy
-    with the same soname is the one that gets loaded (e.g. `undefined symbol: cublasLtGetStatusString`)."""
+    """The nvidia-* wheels load their own dependencies (libcublasLt, libnvJitLink, cuDNN sub-libraries) through
+    RUNPATH or dlopen, which come after LD_LIBRARY_PATH: a conda env's or a system toolkit's copy with the same
+    soname is the one loaded (pytorch/pytorch#101314: `undefined symbol: cublasLtGetStatusString`)."""
     wheel = {(lib.name, _soname(lib.path)): lib for lib in snapshot.libraries if lib.origin == "wheel"}
     for lib in snapshot.libraries:
-        if lib.origin != "LD_LIBRARY_PATH" or lib.name == "libnccl" or not lib.version:
+        if lib.origin != "LD_LIBRARY_PATH" or lib.name in DIRECT or not lib.version:
             continue
         shipped = wheel.get((lib.name, _soname(lib.path)))
         if shipped is None or not shipped.version or major(shipped.version) != major(lib.version):
@@ -34,12 +37,14 @@ def ld_library_path_shadows_wheels(snapshot: Snapshot, _matrix: object) -> Itera
         if shipped.version.split(".")[:2] == lib.version.split(".")[:2]:
             continue
         yield Finding(
-            "EC514", Severity.WARNING, _CATEGORY.get(lib.name, "segfault_abi_mismatch"),
-            f"{lib.name} {lib.version} on LD_LIBRARY_PATH can shadow the {shipped.version} that torch's wheel ships",
-            "The dynamic loader finds the LD_LIBRARY_PATH copy first; torch then runs against a library it was not "
-            "built with: undefined symbols (e.g. cublasLtGetStatusString), CUBLAS/cuDNN status errors or crashes.",
+            "EC514", Severity.WARNING, "segfault_abi_mismatch",
+            f"{lib.name} {lib.version} on LD_LIBRARY_PATH shadows the {shipped.version} that torch's nvidia wheels ship",
+            "The wheel's library loads this one by soname through RUNPATH or dlopen, which the loader searches after "
+            "LD_LIBRARY_PATH: the mixed pair fails with undefined symbols (cublasLtGetStatusString), CUBLAS or cuDNN "
+            "status errors, or crashes.",
             (Evidence(f"libraries[{lib.name}].path", lib.path), Evidence(f"libraries[{lib.name}].version", lib.version,
                                                                           shipped.version),
              Evidence(f"libraries[{lib.name}, wheel].path", shipped.path)),
             (Fix("Remove that directory from LD_LIBRARY_PATH for training runs",
-                 ("export LD_LIBRARY_PATH=<without " + os.path.dirname(lib.path) + ">",)),))
+                 ("export LD_LIBRARY_PATH=<without " + os.path.dirname(lib.path) + ">",)),),
+            ("https://github.com/pytorch/pytorch/issues/101314",))

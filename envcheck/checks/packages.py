@@ -156,13 +156,4 @@ def nccl_loaded_vs_wheel(snapshot: Snapshot, _matrix: object) -> Iterator[Findin
              Evidence(f"python.packages.{wheel_name}", wheel_version)),
             (Fix("Find which libnccl the process maps", ("NCCL_DEBUG=INFO python -c 'import torch, torch.distributed'",
                                                           "grep -i nccl /proc/<pid>/maps")),))
-    shadows = [lib for lib in snapshot.libraries if lib.name == "libnccl" and lib.origin == "LD_LIBRARY_PATH"
-               and lib.version and major_minor(lib.version) != major_minor(wheel_version)]
-    for lib in shadows:
-        yield Finding(
-            "EC511", Severity.WARNING, "nccl_error",
-            f"a libnccl {lib.version} on LD_LIBRARY_PATH can shadow the {wheel_name} {wheel_version} wheel",
-            "The dynamic loader searches LD_LIBRARY_PATH before a library's RUNPATH, so a stale NCCL there can be "
-            "the one torch.distributed loads: hangs and 'unhandled system error' follow.",
-            (Evidence("libraries[libnccl].path", lib.path), Evidence("libraries[libnccl].version", lib.version, wheel_version)),
-            (Fix("Remove that directory from LD_LIBRARY_PATH for training runs", ("export LD_LIBRARY_PATH=<without it>",)),))
+

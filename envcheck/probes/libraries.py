@@ -1,7 +1,9 @@
 """CUDA runtime libraries a process can load, from every place the loader or a wheel puts them.
 
-The dynamic loader searches LD_LIBRARY_PATH before the ldconfig cache, and torch wheels load the nvidia-* wheels'
-copies through RPATH; listing all three shows a stale libnccl on LD_LIBRARY_PATH shadowing the wheel's.
+torch's own libraries find the nvidia-* wheels' copies of their direct dependencies through DT_RPATH, which the
+loader searches before LD_LIBRARY_PATH; the libraries those wheels load in turn (libcublasLt from libcublas,
+libnvJitLink, cuDNN 9's sub-libraries, nvrtc) are found through RUNPATH or dlopen, after LD_LIBRARY_PATH. Listing
+every copy shows which of them a stale directory on LD_LIBRARY_PATH can replace.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ import re
 from envcheck import proc
 from envcheck.snapshot import Library, Skipped
 
-LIBRARY_NAMES = ("libcudart", "libnccl", "libcudnn", "libcublas")
+LIBRARY_NAMES = (
+    "libcudart", "libnccl", "libcudnn", "libcublas",
+    # loaded by the libraries above rather than by torch itself: these are the ones LD_LIBRARY_PATH can shadow
+    "libcublasLt", "libnvJitLink", "libnvrtc", "libcudnn_ops", "libcudnn_cnn", "libcudnn_adv", "libcudnn_graph",
+    "libcudnn_engines_precompiled", "libcudnn_engines_runtime_compiled", "libcudnn_heuristic",
+)
 LDCONFIG_TIMEOUT_S = 3.0
 _LDCONFIG_LINE = re.compile(r"^\s*(lib\S+?\.so\S*)\s+\(([^)]*)\)\s+=>\s+(\S+)")
 
