@@ -192,3 +192,15 @@ def test_other_soname_on_ld_library_path_does_not_shadow() -> None:
     libs = (Library("libcudnn", "8.9.2", "/opt/conda/lib/libcudnn.so.8.9.2", "LD_LIBRARY_PATH"),
             Library("libcudnn", "9.1.0.70", "/opt/venv/site-packages/nvidia/cudnn/lib/libcudnn.so.9", "wheel"))
     assert findings(dataclasses.replace(healthy_h100(), libraries=libs), "EC514") == []
+
+
+def test_rtx40_p2p_entry_needs_two_visible_gpus() -> None:
+    """accelerate applies its RTX 40 P2P rule only with more than one device (environment.py at v1.10.0)."""
+    def kb015(count: int, visible: str | None = None) -> list[str]:
+        node = Nvidia("535.183.01", "12.2", "nvml", gpus("NVIDIA GeForce RTX 4090", "8.9", count, 24564))
+        env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+        snap = machine(nvidia=node, python=python({}), env=env)
+        return [f.title for f in findings(snap, "EC510") if f.title.startswith("KB015")]
+
+    assert kb015(1) == [] and kb015(8, visible="3") == []
+    assert len(kb015(2)) == 1 and len(kb015(8, visible="0,1")) == 1

@@ -17,6 +17,15 @@ def _driver_absent(snapshot: Snapshot) -> bool:
     return snapshot.nvidia is None and any(item.probe == "nvidia" for item in snapshot.skipped)
 
 
+def _visible_gpus(snapshot: Snapshot) -> int:
+    """GPUs a run can use: all of them, or as many as CUDA_VISIBLE_DEVICES lists."""
+    count = len(snapshot.nvidia.gpus) if snapshot.nvidia else 0
+    visible = snapshot.env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        count = min(count, len([item for item in visible.split(",") if item.strip() and item.strip() != "-1"]))
+    return count
+
+
 def fact_values(snapshot: Snapshot, matrix: Matrix, key: str) -> list[str] | None:
     """Every observed value of a condition key (several for GPUs); None when it was not probed; [] when absent."""
     python, torch, nvidia, host = snapshot.python, snapshot.torch, snapshot.nvidia, snapshot.host
@@ -26,8 +35,10 @@ def fact_values(snapshot: Snapshot, matrix: Matrix, key: str) -> list[str] | Non
         if torch is None:
             return None if python is None else []
         return [torch.cuda] if torch.cuda else []
-    if key in ("driver", "cuda_driver", "compute_capability", "gpu_name") and _driver_absent(snapshot):
+    if key in ("driver", "cuda_driver", "compute_capability", "gpu_name", "gpu_count") and _driver_absent(snapshot):
         return []
+    if key == "gpu_count":
+        return None if nvidia is None else [str(_visible_gpus(snapshot))]
     if key == "driver":
         return [nvidia.driver_version] if nvidia and nvidia.driver_version else None
     if key == "cuda_driver":

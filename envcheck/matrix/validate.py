@@ -12,6 +12,7 @@ from envcheck.checks.model import CATEGORIES, Severity
 
 SPECIAL_WHEN_KEYS = frozenset({
     "python", "torch_cuda", "driver", "cuda_driver", "nvcc", "compute_capability", "glibc", "nccl_loaded", "gpu_name",
+    "gpu_count",
 })
 _DIST_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _CC = re.compile(r"^\d+\.\d+$")

@@ -37,6 +37,8 @@ def _state(key: str, spec: str, target: Target, ctx: Context, pins: dict[str, st
         return _plain([g.cc for g in target.gpus], spec)
     if key == "gpu_name":
         return HOLDS if any(spec.lower() in g.name.lower() for g in target.gpus) else FAILS
+    if key == "gpu_count":
+        return _plain([str(len(target.gpus))] if target.gpus else [], spec)
     if key == "glibc":
         return _plain([target.glibc] if target.glibc else [], spec)
     if key == "torch":
