@@ -204,3 +204,18 @@ def test_rtx40_p2p_entry_needs_two_visible_gpus() -> None:
 
     assert kb015(1) == [] and kb015(8, visible="3") == []
     assert len(kb015(2)) == 1 and len(kb015(8, visible="0,1")) == 1
+
+
+def test_flash_attn_without_a_prebuilt_wheel_for_this_torch() -> None:
+    """flash-attn 2.7.0.post2's wheels cover torch < 2.6 (publish.yml): on torch 2.6 it must be a source build.
+    Without an import that is a warning; a successful import in a child settles it."""
+    from envcheck.snapshot import DeepSpeed
+
+    stack = {"torch": "2.6.0+cu124", "flash-attn": "2.7.0.post2", "deepspeed": "0.16.4", "nvidia-nccl-cu12": "2.21.5"}
+    base = dataclasses.replace(healthy_h100(), python=python(stack), torch=Torch("2.6.0+cu124", "12.4"),
+                               deepspeed=DeepSpeed("0.16.4", "2.6", "12.4", None, "2.21", (), "cuda"), runtime=None)
+    (finding,) = [f for f in findings(base, "EC507") if "flash-attn" in f.title]
+    assert finding.severity == Severity.WARNING and finding.category == "segfault_abi_mismatch"
+    imported = dataclasses.replace(base, runtime={"torch": RuntimeResult(True, 0, facts={"arch_list": ["sm_90"]}),
+                                                  "flash_attn_2_cuda": RuntimeResult(True, 0)})
+    assert [f for f in findings(imported, "EC507") if "flash-attn" in f.title] == []

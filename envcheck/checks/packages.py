@@ -86,6 +86,11 @@ def package_needs_not_met(snapshot: Snapshot, matrix: Matrix) -> Iterator[Findin
                     if observed is None or query.satisfies(observed, spec) is not False:
                         continue
                     category = "version_conflict"
+                if key in row.wheel_keys:
+                    wheel_finding = _no_prebuilt_wheel(snapshot, package, installed, key, spec, observed, row)
+                    if wheel_finding is not None:
+                        yield wheel_finding
+                    continue
                 severity = Severity.ERROR if row.confirmed else Severity.INFO
                 yield Finding(
                     "EC507", severity, category,
@@ -96,6 +101,26 @@ def package_needs_not_met(snapshot: Snapshot, matrix: Matrix) -> Iterator[Findin
                      Evidence(key, observed, spec, row.source)),
                     (Fix(f"Install a {package} release that supports this {key}, or change the {key}",
                          (f'pip install "{package}" --upgrade  # then check the release notes for {key} {spec}',)),))
+
+
+def _no_prebuilt_wheel(snapshot: Snapshot, package: str, installed: str, key: str, spec: str, observed: str | None,
+                       row) -> Finding | None:  # type: ignore[no-untyped-def]
+    """No wheel was published for this torch/CUDA: fine for a source build, an ABI mismatch for a wheel built for
+    another torch. A successful import in a child (--deep) settles it."""
+    from envcheck.probes.runtime import EXTENSION_TARGETS
+
+    module = next((t.name for t in EXTENSION_TARGETS if t.package == package), None)
+    imported = (snapshot.runtime or {}).get(module or "")
+    if imported is not None and imported.ok:
+        return None
+    return Finding(
+        "EC507", Severity.WARNING if row.confirmed else Severity.INFO, "segfault_abi_mismatch",
+        f"{package} {installed} published no wheel for {key} {observed} (wheels: {key} {spec})",
+        f"If {package} was built from source against this {key}, this is fine; if a wheel for another {key} was "
+        "installed, its import fails with an undefined symbol. `envcheck doctor --deep` imports it to tell.",
+        (Evidence(f"python.packages.{package}", installed), Evidence(key, observed, spec, row.source)),
+        (Fix(f"Build {package} from source against the installed torch",
+             (f'pip install --no-build-isolation --no-binary {package} --force-reinstall "{package}=={installed}"',)),))
 
 
 @check("EC508", needs_matrix=True)

@@ -106,6 +106,8 @@ class PackageRelease:
     source: str
     note: str | None = None
     confirmed: bool = True
+    # requires-keys that say which prebuilt wheels exist rather than what the package needs (a source build works)
+    wheel_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
