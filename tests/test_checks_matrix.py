@@ -219,3 +219,25 @@ def test_flash_attn_without_a_prebuilt_wheel_for_this_torch() -> None:
     imported = dataclasses.replace(base, runtime={"torch": RuntimeResult(True, 0, facts={"arch_list": ["sm_90"]}),
                                                   "flash_attn_2_cuda": RuntimeResult(True, 0)})
     assert [f for f in findings(imported, "EC507") if "flash-attn" in f.title] == []
+
+
+def test_driver_known_only_by_its_supported_cuda() -> None:
+    node = Nvidia(None, "12.2", "nvidia-smi", gpus("NVIDIA H100 80GB HBM3", "9.0", 8, 81559))
+    snap = dataclasses.replace(healthy_h100(), nvidia=node, python=python({"torch": "2.13.0+cu130"}),
+                               torch=Torch("2.13.0+cu130", "13.0"), deepspeed=None, runtime=None)
+    assert [f.severity for f in findings(snap, "EC501")] == [Severity.FATAL]
+
+
+def test_failed_xformers_import_is_a_warning() -> None:
+    failed = RuntimeResult(False, 1, None, "ImportError: /x/xformers/_C.so: undefined symbol: _ZN2at4_ops5zeros4callE")
+    snap = dataclasses.replace(healthy_h100(), runtime={"torch": RuntimeResult(True, 0, facts={"arch_list": ["sm_90"]}),
+                                                        "xformers._C": failed})
+    assert [f.severity for f in findings(snap, "EC311")] == [Severity.WARNING]
+
+
+def test_vendor_prerelease_torch_matches_known_bad_ranges() -> None:
+    """An NGC container's torch 2.6.0a0+...nv25.01 behaves as 2.6 for KB026 (torch >= 2.6 with DeepSpeed)."""
+    env = python({"torch": "2.6.0a0+ecf3bae40a.nv25.01", "deepspeed": "0.16.3"})
+    snap = machine(python=env, torch=Torch("2.6.0a0+ecf3bae40a.nv25.01", "12.8"),
+                   skipped=(Skipped("nvidia", "no NVIDIA driver"),))
+    assert [f for f in findings(snap, "EC510") if f.title.startswith("KB026")]

@@ -28,11 +28,18 @@ class DriverVerdict:
 
 def judge_driver(snapshot: Snapshot, matrix: Matrix, cuda: str) -> DriverVerdict | Unevaluated:
     nvidia = snapshot.nvidia
-    if nvidia is None or not nvidia.driver_version:
+    if nvidia is None or not (nvidia.driver_version or nvidia.cuda_driver_version):
         return Unevaluated(f"driver vs CUDA {cuda}", "the driver version was not probed")
     supported = nvidia.cuda_driver_version
     release = query.cuda_release(matrix, cuda)
     evidence = [Evidence("nvidia.driver_version", nvidia.driver_version)]
+    if not nvidia.driver_version:
+        # Only the supported CUDA is known. Enough: a driver that reports CUDA X.y is at least the first driver of
+        # major X, which is the minor-version-compatibility floor of X (NVIDIA's CUDA compatibility guide).
+        fits = query.version(major_minor(supported)) >= query.version(major_minor(cuda))  # type: ignore[operator]
+        evidence.append(Evidence("nvidia.cuda_driver_version", supported, f">= {major_minor(cuda)}"))
+        same_major = major(supported) == major(cuda)
+        return DriverVerdict("ok" if fits else "minor_compat" if same_major else "too_old", tuple(evidence), True)
     confirmed = True
     if supported:
         evidence.append(Evidence("nvidia.cuda_driver_version", supported, f">= {major_minor(cuda)}"))

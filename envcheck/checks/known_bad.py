@@ -65,6 +65,13 @@ def fact_values(snapshot: Snapshot, matrix: Matrix, key: str) -> list[str] | Non
     return [python.packages[key]] if key in python.packages else []
 
 
+def _release(text: str) -> str:
+    """2.6.0a0+ecf3bae40a.nv25.01 (an NGC container's torch) -> 2.6.0: vendor pre-releases carry that release's
+    behaviour, but PEP 440 orders them before it, so '>=2.6' would never match them."""
+    found = query.version(text)
+    return found.base_version if found is not None else text
+
+
 def matches(entry: KnownBad, snapshot: Snapshot, matrix: Matrix) -> tuple[bool, list[Evidence], list[str]]:
     """(applies, evidence, keys that could not be judged); an entry applies only if every condition holds."""
     evidence, missing = [], []
@@ -76,7 +83,7 @@ def matches(entry: KnownBad, snapshot: Snapshot, matrix: Matrix) -> tuple[bool, 
         if key == "gpu_name":
             hit = [v for v in values if spec.lower() in v]
         else:
-            hit = [v for v in values if query.satisfies(v, spec)]
+            hit = [v for v in values if query.satisfies(_release(v), spec)]
         if not hit:
             return False, [], []
         evidence.append(Evidence(key, ", ".join(hit), spec))

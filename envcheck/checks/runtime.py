@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Iterator
 
@@ -71,8 +72,20 @@ def _classify(module: str, result: RuntimeResult, snapshot: Snapshot) -> Finding
                    error or "The child process exited with an error.", evidence, _fix(module, snapshot))
 
 
+# Extensions whose package catches a failed load and carries on without them: xformers disables its
+# memory-efficient kernels with "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions" (xformers/_cpp_lib.py).
+OPTIONAL_EXTENSIONS = frozenset({"xformers._C"})
+
+
 @check("EC310", "EC311", "EC312", "EC313", "EC314")
 def runtime_import_failures(snapshot: Snapshot, _matrix: object) -> Iterator[Finding]:
     for module, result in sorted((snapshot.runtime or {}).items()):
-        if not result.ok:
-            yield _classify(module, result, snapshot)
+        if result.ok:
+            continue
+        finding = _classify(module, result, snapshot)
+        if module in OPTIONAL_EXTENSIONS and not result.signal and finding.severity > Severity.WARNING:
+            finding = dataclasses.replace(
+                finding, severity=Severity.WARNING,
+                detail=finding.detail + " xformers catches this and runs without its C++/CUDA kernels (slower, more "
+                                        "memory), so the run itself goes on.")
+        yield finding
