@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import errno
 from concurrent.futures import ThreadPoolExecutor
 import os
 import sys
@@ -36,6 +37,16 @@ def _prefixes(text: str) -> tuple[str, ...]:
     return items
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 seconds")
+    return value
+
+
 def _add_probe_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python", metavar="PATH", help="probe this interpreter's environment (a venv or conda "
                                                          "env's python) instead of envcheck's own")
@@ -43,7 +54,7 @@ def _add_probe_options(parser: argparse.ArgumentParser) -> None:
     deep.add_argument("--deep", dest="deep", action="store_true", default=None,
                       help="import torch and compiled extensions in child processes (default: when a GPU is present)")
     deep.add_argument("--no-deep", dest="deep", action="store_false", help="never import anything")
-    parser.add_argument("--import-timeout", type=float, default=60.0, metavar="SECONDS",
+    parser.add_argument("--import-timeout", type=_positive_seconds, default=60.0, metavar="SECONDS",
                         help="time limit for each child import (default 60)")
 
 
@@ -134,8 +145,12 @@ def _capture(args: argparse.Namespace, started=None):  # type: ignore[no-untyped
 
     if started is None:
         started = _start_python_probe(args)
-    return capture(python=args.python, deep=args.deep, progress=_progress, import_timeout=args.import_timeout,
-                   started_python=started)
+    snapshot = capture(python=args.python, deep=args.deep, progress=_progress, import_timeout=args.import_timeout,
+                       started_python=started)
+    if args.python and snapshot.python is None:  # the user named this interpreter: not being one is bad input
+        raise UsageError(f"--python {args.python}: not a usable Python interpreter "
+                         f"({snapshot.skipped_reason('python') or 'no answer'})")
+    return snapshot
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -198,10 +213,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     from envcheck.formats.jsonfmt import dumps
-    from envcheck.matrix import load_matrix
+    from envcheck.matrix import MatrixError, load_matrix
     from envcheck.matrix.validate import problems
 
-    matrix = load_matrix(args.matrix, validated=False)
+    if args.action == "validate" and args.matrix and not os.path.isdir(args.matrix):
+        raise UsageError(f"--matrix {args.matrix}: not a directory")
+    try:
+        matrix = load_matrix(args.matrix, validated=False)
+    except MatrixError as error:
+        if args.action != "validate":
+            raise
+        # validating is the question asked: a file that cannot be read is its answer, not a usage error
+        if args.json:
+            sys.stdout.write(dumps({"path": args.matrix, "data_version": None, "valid": False,
+                                    "problems": [str(error)], "counts": {}}))
+        else:
+            print(str(error))
+            print("matrix is not valid: 1 problem", file=sys.stderr)
+        return EXIT_FINDINGS
     found = problems(matrix)
     if args.action == "validate":
         if args.json:
@@ -251,8 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            build_parser().print_help()
-            return EXIT_USAGE
+            raise UsageError("a command is required: probe, doctor, resolve, env, diagnose, plan or matrix "
+                             "(see 'envcheck --help')")
         handler = COMMANDS.get(args.command)
         if handler is None:
             handler = next(m.run for m in _plugin_modules() if m.NAME == args.command)
@@ -265,11 +294,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK  # `envcheck doctor | head` closed the pipe: not an error
+    except OSError as error:
+        if error.filename is None and error.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            print(f"envcheck: error: cannot write the output: {error.strerror}", file=sys.stderr)
+            return EXIT_USAGE  # a full disk or a dead terminal, not a bug
+        return _internal_error(error, argv)
     except (EnvcheckError, Exception) as error:  # a bug: keep the traceback for the report, not the screen
-        try:
-            where = _write_crash_report(error, argv)
-        except OSError:
-            where = "(could not write a crash report)"
-        print(f"envcheck: internal error: {type(error).__name__}: {error}\n"
-              f"envcheck: crash report written to {where}; please attach it to a bug report", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _internal_error(error, argv)
+
+
+def _internal_error(error: BaseException, argv: Sequence[str]) -> int:
+    try:
+        where = _write_crash_report(error, argv)
+    except OSError:
+        where = "(could not write a crash report)"
+    print(f"envcheck: internal error: {type(error).__name__}: {error}\n"
+          f"envcheck: crash report written to {where}; please attach it to a bug report", file=sys.stderr)
+    return EXIT_INTERNAL

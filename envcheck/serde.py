@@ -88,6 +88,11 @@ def _convert(tp: Any, value: Any, path: str, strict: bool = False) -> Any:
     raise TypeError(f"serde cannot read type {tp!r} at {path}")  # a bug in a record definition
 
 
+def _accepts_none(tp: Any) -> bool:
+    origin = typing.get_origin(tp)
+    return tp is Any or ((origin is Union or origin is types.UnionType) and type(None) in typing.get_args(tp))
+
+
 def _convert_union(tp: Any, value: Any, path: str, strict: bool) -> Any:
     options = typing.get_args(tp)
     if value is None and type(None) in options:
@@ -117,6 +122,9 @@ def _convert_dataclass(cls: type, value: Any, path: str, strict: bool) -> Any:
     kwargs = {}
     for field in dataclasses.fields(cls):
         key_path = _join(path, field.name)
+        has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+        if value.get(field.name, 0) is None and has_default and not _accepts_none(hints[field.name]):
+            continue  # "absent or null" mean the same for a section with a default (an empty list, no env)
         if field.name in value:
             kwargs[field.name] = _convert(hints[field.name], value[field.name], key_path, strict)
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:

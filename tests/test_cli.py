@@ -161,3 +161,34 @@ def test_static_doctor_imports_nothing_risky() -> None:
             "sys.stderr.write('IMPORTED:%s' % bad)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "IMPORTED:[]" in result.stderr
+
+
+@pytest.mark.parametrize("script", ["print(1)\n", "#!/bin/sh\nexit 0\n"])
+def test_python_that_is_not_python_exits_2(tmp_path: Path, script: str) -> None:
+    fake = tmp_path / "python"
+    fake.write_text(script)
+    fake.chmod(0o755)
+    result = run_cli("doctor", "--python", str(fake))
+    assert result.returncode == 2 and "not a usable Python interpreter" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon"])
+def test_import_timeout_must_be_positive(value: str) -> None:
+    result = run_cli("doctor", "--import-timeout", value)
+    assert result.returncode == 2 and "--import-timeout" in result.stderr
+
+
+def test_no_command_is_one_line() -> None:
+    result = run_cli()
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and "a command is required" in result.stderr
+
+
+def test_full_disk_on_stdout_is_exit_2(tmp_path: Path) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-deep"], stdout=full,
+                                stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 2 and "No space left on device" in result.stderr and "Traceback" not in result.stderr

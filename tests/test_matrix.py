@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -56,6 +57,15 @@ def _replace(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, old
     path.write_text(text.replace(old, new, 1))
+
+
+def test_incomplete_matrix_is_refused(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (copy / "signatures.toml").unlink()
+    with pytest.raises(MatrixError, match="incomplete matrix, missing signatures.toml"):
+        load_matrix(str(copy))
+    assert cli.main(["matrix", "validate", "--matrix", str(copy), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["valid"] is False and "signatures.toml" in report["problems"][0]
 
 
 @pytest.mark.parametrize("file, old, new, message", [

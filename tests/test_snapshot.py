@@ -86,3 +86,14 @@ def test_runtime_skip_reason_says_why() -> None:
     assert no_gpu_here.runtime is None
     assert "no GPU found" in (no_gpu_here.skipped_reason("runtime") or "")
     assert capture(deep=False).skipped_reason("runtime") == "disabled with --no-deep"
+
+
+def test_null_sections_mean_not_probed(tmp_path: Path) -> None:
+    """CONTRACT.md: sections that were not probed are absent or null."""
+    data = {"schema_version": 1, "envcheck_version": "0.1.0", "captured_at": "x", "host": None, "nvidia": None,
+            "cuda_toolkits": None, "libraries": None, "env": None, "runtime": None, "skipped": None}
+    assert_valid_snapshot(data)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    snap = load_snapshot(str(path))
+    assert snap.cuda_toolkits == () and snap.env == {} and snap.skipped == ()

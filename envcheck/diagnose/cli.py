@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from envcheck.diagnose.engine import Request, diagnose
     from envcheck.diagnose.render import to_dict, to_text
     from envcheck.errors import UsageError
+    from envcheck.redact import Redactor
 
     if args.snapshot and args.probe:
         raise UsageError("--snapshot and --probe both name the machine to link to; give one")
@@ -61,12 +62,14 @@ def run(args: argparse.Namespace) -> int:
     result = diagnose(request, progress, _capture if args.probe else None)
     if progress is not None and progress.last:
         print(file=sys.stderr)
+    # Logs quote tokens, URLs with passwords and home paths: everything printed goes through the redactor.
+    redactor = Redactor()
     if args.json:
         from envcheck.formats.jsonfmt import dumps
 
-        sys.stdout.write(dumps(to_dict(result)))
+        sys.stdout.write(dumps(redactor.tree(to_dict(result))))
     else:
-        sys.stdout.write(to_text(result))
+        sys.stdout.write(redactor.text(to_text(result)))
     return 1 if result.causes else 0
 
 

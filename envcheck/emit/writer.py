@@ -9,6 +9,13 @@ from envcheck.errors import UsageError
 
 def check_free(directory: str, names: list[str], force: bool) -> None:
     """Refuse before anything is written, so a refused run leaves no half-written set of files."""
+    if not directory:
+        raise UsageError("-o: give a directory")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise UsageError(f"-o {directory}: exists and is not a directory")
+    parent = os.path.dirname(os.path.abspath(directory))
+    if not os.path.isdir(directory) and not os.path.isdir(parent):
+        raise UsageError(f"-o {directory}: its parent {parent} does not exist (only the last directory is created)")
     existing = [n for n in names if os.path.exists(os.path.join(directory, n))]
     if existing and not force:
         raise UsageError(f"{os.path.join(directory, existing[0])} exists; use --force to overwrite "
@@ -16,7 +23,10 @@ def check_free(directory: str, names: list[str], force: bool) -> None:
 
 
 def write(directory: str, files: dict[str, str]) -> list[str]:
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot create {directory}: {error.strerror or error}") from None
     written = []
     for name in sorted(files):
         path = os.path.join(directory, name)

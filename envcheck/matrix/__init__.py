@@ -147,10 +147,13 @@ def load_matrix(directory: str | None = None, check_min_version: bool = True, va
     if check_min_version and too_new:
         raise MatrixError(f"{directory}: this matrix needs envcheck >= {min_envcheck} (this is {__version__}); "
                           "upgrade envcheck or use the bundled matrix")
+    missing = sorted(n for n in FILE_TABLES if not os.path.isfile(os.path.join(directory, n)))
+    if missing:  # a partial matrix would silently switch checks (or every diagnose signature) off
+        raise MatrixError(f"{directory}: incomplete matrix, missing {', '.join(missing)}")
     collected: dict[str, tuple[Any, ...]] = {}
     for name, tables in FILE_TABLES.items():
         path = os.path.join(directory, name)
-        if name == "meta.toml" or not os.path.isfile(path):
+        if name == "meta.toml":
             continue
         data = _read_toml(path)
         files[name] = _header(path, data)

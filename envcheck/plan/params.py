@@ -248,6 +248,8 @@ def load_config(path: str) -> ModelSpec:
         raise UsageError(f"{path}: cannot read: {error.strerror or error}") from None
     except json.JSONDecodeError as error:
         raise UsageError(f"{path}: not valid JSON: {error.msg} at line {error.lineno}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a config.json (not UTF-8 text)") from None
     if not isinstance(config, dict):
         raise UsageError(f"{path}: expected a JSON object (a Hugging Face config.json)")
     try:

@@ -135,10 +135,14 @@ def finish_python_probe(
     if not result.ok:
         reason = result.describe_failure() or "no output"
         return PythonProbe(None, None, None, skipped=(Skipped("python", f"cannot run {interpreter}: {reason}"),))
+    lines = result.stdout.strip().splitlines()
+    if not lines:
+        return PythonProbe(None, None, None, skipped=(Skipped("python", f"{interpreter} printed nothing for the "
+                                                                       "probe script (not a Python interpreter?)"),))
     try:
-        data = json.loads(result.stdout.strip().splitlines()[-1])
+        data = json.loads(lines[-1])
         env, wheel_libs = _build_env(data)
-    except (ValueError, IndexError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError) as error:
         return PythonProbe(None, None, None, skipped=(Skipped("python", f"{interpreter} printed no usable data: {error}"),))
     skipped: list[Skipped] = []
     torch = _read_build_file(read_torch_version, data.get("torch_version_file"), "torch", skipped)
