@@ -48,7 +48,7 @@ def test_deepspeed_without_a_cuda13_list_refuses_any_cuda13_minor_mismatch() -> 
                    python=python({"torch": "2.13.0+cu130", "deepspeed": "0.19.5"}), torch=Torch("2.13.0+cu130", "13.0"))
     (finding,) = findings(snap, "EC505")
     assert finding.severity == Severity.WARNING
-    assert not [f for f in findings(snap, "EC599") if "cuda_minor_mismatch_ok" in f.detail]
+    assert not [f for f in findings(snap, "EC599") if any("cuda_minor_mismatch_ok" in e.observed for e in f.evidence)]
 
 
 def test_deepspeed_jit_ops_without_any_toolkit() -> None:
@@ -151,7 +151,8 @@ def test_unprobed_facts_are_listed_not_guessed() -> None:
                    python=python({"torch": "2.5.1+cu124"}), torch=Torch("2.5.1+cu124", "12.4"))
     (finding,) = findings(snap, "EC599")
     assert finding.severity == Severity.INFO
-    assert "driver vs CUDA 12.4" in finding.detail and "KB015" in finding.detail
+    rules = {e.fact for e in finding.evidence}
+    assert "driver vs CUDA 12.4" in rules and "known-bad KB015" in rules
 
 
 def test_nccl_loaded_differs_from_the_wheel() -> None:

@@ -80,13 +80,19 @@ def render(result: Resolution, options: LockOptions, command: str) -> str:
         except (OSError, subprocess.TimeoutExpired) as error:
             raise LockError(f"uv could not run: {error}") from None
     if done.returncode != 0:
-        tail = "\n".join(line for line in done.stderr.strip().splitlines()[-12:])
-        raise LockError(f"uv could not lock the stack (exit {done.returncode}):\n{tail}")
+        raise LockError(f"uv could not lock the stack (exit {done.returncode}): {_uv_reason(done.stderr)}")
     body = re.sub(r"^#.*\n", "", done.stdout, count=0) if done.stdout.startswith("#") else done.stdout
     resolver = f"uv {uv_version(options.uv)} " + " ".join(_quote(a) for a in args)
     text = header(result, "hashed requirements lock (install: pip install --require-hashes --no-deps -r FILE)",
                   command) + f"# Resolver: {resolver}\n# Input ({INPUT_NAME}): {', '.join(pip_requirements(result))}\n"
     return text + body
+
+
+def _uv_reason(stderr: str) -> str:
+    """uv's own error and its causes, on one line (the full output is what `uv pip compile` prints by hand)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    picked = [line for line in lines if line.startswith(("error:", "Caused by:", "×", "╰─▶"))] or lines[-1:]
+    return "; ".join(picked)[:600] or "no message"
 
 
 def _quote(arg: str) -> str:

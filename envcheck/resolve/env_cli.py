@@ -86,11 +86,14 @@ def run(args: argparse.Namespace) -> int:
     from envcheck.emit.writer import check_free, write
     from envcheck.formats.jsonfmt import dumps
     from envcheck.resolve.cli import run_resolve
-    from envcheck.resolve.render import to_dict
+    from envcheck.resolve.render import impossible_dict, to_dict
     from envcheck.resolve.solver import Impossible
 
     matrix, target, result = run_resolve(args)
     if isinstance(result, Impossible):
+        if args.json:
+            sys.stdout.write(dumps({"resolution": impossible_dict(result, target.to_dict(), matrix.data_version),
+                                    "written": [], "notes": []}))
         print(f"envcheck: impossible target: {result.reason}", file=sys.stderr)
         return 1
     names = names_for(args.format)

@@ -22,7 +22,9 @@ def to_dict(result: Resolution) -> dict[str, Any]:
 
 
 def impossible_dict(result: Impossible, target: dict[str, Any], matrix_version: str) -> dict[str, Any]:
-    return {"target": target, "matrix_version": matrix_version, "possible": False, "reason": result.reason,
+    # The contract's keys stay present (empty) so that scripts reading a failed resolve find the same shape.
+    return {"target": target, "matrix_version": matrix_version, "pins": {}, "torch_index": None, "base_image": None,
+            "reasons": [], "warnings": [], "possible": False, "reason": result.reason,
             "rejected": list(result.details)}
 
 

@@ -204,8 +204,9 @@ def _note_torch(note: str) -> str | None:
 
 
 def _summary(target: Target, notes: list[str]) -> str:
-    """The reason of the newest candidate: the first note that is about a package or GPU beats a generic one."""
-    for marker in ("every ", "no kernels for", "too old", "no wheels for Python", "no "):
+    """The reason of the newest candidate: a note about what the user asked for (--with, --for) beats one about the
+    machine, which beats a generic one."""
+    for marker in ("from --with", "from --for", "every ", "no kernels for", "too old", "no wheels for Python", "no "):
         hit = next((n for n in notes if marker in n), None)
         if hit:
             return f"no stack fits the target; newest candidate: {hit}"

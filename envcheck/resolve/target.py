@@ -72,18 +72,18 @@ class Target:
         }
 
 
-def parse_request(text: str) -> Request:
+def parse_request(text: str, flag: str = "--with") -> Request:
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
-        raise UsageError(f"--with {text}: not a package name with an optional version range, e.g. "
+        raise UsageError(f"{flag} {text}: not a package name with an optional version range, e.g. "
                          "'deepspeed' or 'transformers>=4.50'") from None
     name = canonicalize_name(requirement.name)
     return Request(ALIASES.get(name, name), str(requirement.specifier))
 
 
 def parse_for(text: str) -> str:
-    request = parse_request(text)
+    request = parse_request(text, "--for")
     if request.name != "llamafactory":
         raise UsageError(f"--for {text}: only 'llamafactory' or 'llamafactory==X' is a known training stack")
     return request.spec
