@@ -156,6 +156,8 @@ def _capture(args: argparse.Namespace, started=None):  # type: ignore[no-untyped
 def cmd_probe(args: argparse.Namespace) -> int:
     from envcheck.formats.jsonfmt import dumps
 
+    if args.output is not None and not args.output.strip():
+        raise UsageError("-o: give a file name")
     if args.output and os.path.exists(args.output) and not args.force:
         raise UsageError(f"{args.output} exists; use --force to overwrite it")
     text = dumps(_capture(args).to_dict())

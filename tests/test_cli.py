@@ -192,3 +192,13 @@ def test_full_disk_on_stdout_is_exit_2(tmp_path: Path) -> None:
         result = subprocess.run([sys.executable, "-m", "envcheck", "doctor", "--no-deep"], stdout=full,
                                 stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 2 and "No space left on device" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_multiline_evidence_keeps_the_text_layout(tmp_path: Path) -> None:
+    snap = write_snapshot(tmp_path / "s.json", runtime={"torch": {
+        "ok": False, "exit_code": -11, "signal": "SIGSEGV",
+        "error": "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n"
+                 '  File "/opt/venv/lib/python3.11/site-packages/torch/__init__.py", line 290 in _load_global_deps'}})
+    out = run_cli("doctor", "--snapshot", str(snap)).stdout
+    block = out[out.index("EC310"):]
+    assert "\nCurrent thread" not in block and "\n                  Current thread" in block

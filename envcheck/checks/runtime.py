@@ -29,7 +29,9 @@ def _fix(module: str, snapshot: Snapshot) -> tuple[Fix, ...]:
         command = f'DS_BUILD_OPS=1 pip install --force-reinstall --no-cache-dir --no-deps --no-build-isolation "deepspeed=={ds}"'
     else:
         command = REINSTALL.get(module, "pip install --force-reinstall <package>").format(version=version)
-    return (Fix(f"Reinstall the package that provides {module}, built for the installed torch", (command,)),)
+    summary = ("Reinstall torch (its own files or a library it loads are damaged or mismatched)" if module == "torch"
+               else f"Reinstall the package that provides {module}, built for the installed torch")
+    return (Fix(summary, (command,)),)
 
 
 def _evidence(module: str, result: RuntimeResult) -> tuple[Evidence, ...]:

@@ -26,7 +26,9 @@ def _finding(finding: Finding, colour: bool) -> list[str]:
     lines += textwrap.wrap(finding.detail, WIDTH, initial_indent=indent, subsequent_indent=indent)
     for item in finding.evidence:
         expected = f" (expected {item.expected})" if item.expected else ""
-        lines.append(f"{indent}- {item.fact} = {item.observed}{expected}")
+        first, *rest = (item.observed or "None").splitlines() or [""]
+        lines.append(f"{indent}- {item.fact} = {first}{expected}")
+        lines += [f"{indent}    {line}" for line in rest]  # a child's stderr keeps the report's layout
     for fix in finding.fixes:
         lines.append(f"{indent}fix: {fix.summary}")
         lines += [f"{indent}  $ {command}" for command in fix.commands]

@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     from envcheck.plan.render import render_text
     from envcheck.plan.setup import Setup
 
+    if args.emit_ds_config is not None and not args.emit_ds_config.strip():
+        raise UsageError("--emit-ds-config: give a file name")
     if args.emit_ds_config and os.path.exists(args.emit_ds_config) and not args.force:
         raise UsageError(f"{args.emit_ds_config} exists; use --force to overwrite it")
     zero = None if args.zero == "auto" else int(args.zero)

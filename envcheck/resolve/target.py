@@ -145,7 +145,10 @@ def build_target(args: argparse.Namespace, matrix: Matrix, probe: Callable[[], S
         for cc in args.compute_capability or ():
             if major_minor(cc) != cc.strip():
                 raise UsageError(f"--compute-capability {cc}: expected X.Y, e.g. 8.0")
-            gpus.append(GpuTarget(f"compute capability {cc}", cc.strip()))
+            if cc.strip() not in {row.cc for row in matrix.compute_capabilities}:
+                known = ", ".join(sorted((row.cc for row in matrix.compute_capabilities), key=lambda c: tuple(map(int, c.split(".")))))
+                raise UsageError(f"--compute-capability {cc}: not a compute capability the matrix knows ({known})")
+            gpus.append(GpuTarget(f"sm_{cc.strip().replace('.', '')}", cc.strip()))
         origin["gpus"] = "--gpu/--compute-capability"
     python = None
     if args.python:
