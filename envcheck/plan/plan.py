@@ -136,7 +136,10 @@ def advice(chosen: Candidate, hardware: Hardware) -> tuple[str, ...]:
         out.append("GPU: shorten --seq-len or --batch, turn on --grad-ckpt, use LoRA/QLoRA, more GPUs, or offload")
     if chosen.host_fits is False:
         peak = host.peak_phase
-        if peak == "load":
+        if peak == "load" and setup.zero == 3:
+            out.append("host peak at load: the checkpoint is read into host RAM once; use fewer ranks per node or "
+                       "add swap")
+        elif peak == "load":
             out.append("host peak at load: every rank builds the model; use ZeRO-3 (zero.Init) or fewer ranks per node")
         if peak == "save":
             out.append("host peak at checkpoint save: set stage3_gather_16bit_weights_on_model_save false and "
@@ -144,7 +147,7 @@ def advice(chosen: Candidate, hardware: Hardware) -> tuple[str, ...]:
         if peak == "steady":
             out.append("host peak in training: offloaded optimizer states need the RAM; offload less, or use NVMe")
     if hardware.host_bytes and host.phase("resume") > hardware.host_bytes * HOST_MARGIN:
-        out.append(f"resuming from a checkpoint needs {host.phase('resume') / 1e9:.0f} GB of host RAM per node "
+        out.append(f"resuming from a checkpoint needs {host.phase('resume') / 2**30:.1f} GiB of host RAM per node "
                    "(optimizer shards and model files are torch.load-ed to CPU): add swap or resume on fewer ranks")
     if hardware.host_bytes is None:
         out.append("host RAM unknown: give --host-mem for a host verdict")
