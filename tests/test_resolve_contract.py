@@ -42,3 +42,17 @@ def test_env_output_must_be_a_directory(tmp_path: Path, capsys: pytest.CaptureFi
     assert "is not a directory" in capsys.readouterr().err
     assert cli.main([*args, "-o", str(tmp_path / "missing" / "deeper")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_unjudgeable_driver_is_a_rejection_reason() -> None:
+    """A target the driver check cannot judge (no driver given) rejects each build naming the missing fact; the
+    solver must not crash on it (the CLI refuses such targets earlier, so this calls the solver directly)."""
+    from envcheck.matrix import load_matrix
+    from envcheck.resolve.solver import _candidates
+    from envcheck.resolve.target import GpuTarget, Target
+
+    target = Target(driver=None, cuda_driver=None, gpus=(GpuTarget("H100", "9.0"),), python="3.11", glibc=None,
+                    arch="x86_64", torch="2.5", cuda="12.4")
+    notes: list[str] = []
+    assert _candidates(load_matrix(), target, "3.11", notes) == []
+    assert notes and all("the driver version was not probed" in note for note in notes)

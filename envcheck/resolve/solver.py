@@ -106,7 +106,7 @@ def _candidates(matrix: Matrix, target: Target, python: str, notes: list[str]) -
                 continue
             verdict = judge_driver(snapshot, matrix, build.cuda)
             if isinstance(verdict, Unevaluated):
-                notes.append(f"torch {release.version}+cu{build.cuda}: {verdict.reason}")
+                notes.append(f"torch {release.version}+cu{build.cuda}: {verdict.missing}")
                 continue
             if verdict.state == "too_old":
                 notes.append(f"torch {release.version}+cu{build.cuda}: driver {target.driver} is too old for CUDA {build.cuda}")
