@@ -7,9 +7,8 @@ fatal; one that may hold (a package range overlaps the bad range) becomes a warn
 from __future__ import annotations
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
-from envcheck.matrix import Matrix
+from envcheck.matrix import Matrix, query
 from envcheck.matrix.model import KnownBad
 from envcheck.resolve.packages import Context
 from envcheck.resolve.specs import line_all, line_matches, overlaps
@@ -21,7 +20,7 @@ HOLDS, MAYBE, FAILS = "holds", "maybe", "fails"
 def _plain(values: list[str], spec: str) -> str:
     if not values:
         return FAILS
-    return HOLDS if any(SpecifierSet(spec).contains(Version(v), prereleases=True) for v in values) else FAILS
+    return HOLDS if any(query.satisfies(v, spec) for v in values) else FAILS
 
 
 def _state(key: str, spec: str, target: Target, ctx: Context, pins: dict[str, str]) -> str:

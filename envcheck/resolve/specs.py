@@ -75,7 +75,3 @@ def combine(*specs: SpecifierSet | str) -> str:
     for line in [p.version[:-2] for p in keep if p.operator == "==" and p.version.endswith(".*")]:
         keep = {p for p in keep if p.operator not in (">=", ">", "<", "<=") or not line_all(line, str(p))}
     return ",".join(sorted(str(p) for p in keep))
-
-
-def vkey(text: str) -> Version:
-    return Version(text)
