@@ -18,6 +18,17 @@ def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
                                                              "of this machine when allowed)")
     parser.add_argument("--core", metavar="FILE", help="a core dump to analyse with gdb (default: the newest core "
                                                        "per core_pattern or coredumpctl after a crash)")
+    parser.add_argument("--since", metavar="WHEN", type=_when(False),
+                        help="the run started at WHEN (ISO date/time, local unless an offset is given; default: the "
+                             "logs' first timestamp): older kernel events and cores are not the run's")
+    parser.add_argument("--until", metavar="WHEN", type=_when(True),
+                        help="the run ended at WHEN (default: the logs' last timestamp plus 2 minutes)")
+    parser.add_argument("--pid", metavar="PID", type=_pid, action="append", default=[],
+                        help="a process id of the run (repeatable; the logs' pids are used too): kernel events of "
+                             "other processes are not the run's")
+    parser.add_argument("--boot-time", metavar="WHEN", type=_when(False),
+                        help="boot time of the machine a saved --kernel-log comes from, to date its "
+                             "seconds-since-boot stamps")
     parser.add_argument("--snapshot", metavar="FILE", help="link causes to the doctor's findings on this snapshot")
     parser.add_argument("--probe", action="store_true", help="probe this machine (static) and link causes to the "
                                                              "doctor's findings")
@@ -25,6 +36,26 @@ def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
                                                                "search")
     parser.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout (CONTRACT.md)")
+
+
+def _when(end_of_day: bool):  # type: ignore[no-untyped-def]
+    """An argparse type for ISO dates/times (a bad value is one line and exit 2 through the parser)."""
+
+    def parse(text: str):  # type: ignore[no-untyped-def]
+        from envcheck.diagnose.stamps import parse_when
+
+        try:
+            return parse_when(text, end_of_day)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
+def _pid(text: str) -> int:
+    if not text.strip().isdigit() or not 0 < int(text) < 1 << 22:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a process id (a positive number such as 1234)")
+    return int(text)
 
 
 class _Progress:
@@ -56,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
         args.logs = ["-"]
     if args.logs.count("-") > 1:
         raise UsageError("'-' (stdin) can be given once")
+    if args.since and args.until and args.since > args.until:
+        raise UsageError(f"--since {args.since.isoformat()} is after --until {args.until.isoformat()}")
     request = Request(tuple(args.logs), args.exit_code, args.kernel_log, args.core, args.snapshot, args.probe,
-                      not args.offline, args.matrix)
+                      not args.offline, args.matrix, args.since, args.until, tuple(args.pid), args.boot_time)
     progress = _Progress() if sys.stderr.isatty() else None
     result = diagnose(request, progress, _capture if args.probe else None)
     if progress is not None and progress.last:

@@ -16,6 +16,7 @@ from envcheck.diagnose.exitcodes import PRIORS, ExitInfo
 from envcheck.diagnose.kernel import KernelEvents
 from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanResult
 from envcheck.diagnose.symbols import describe_line
+from envcheck.diagnose.window import run_like
 
 MAX_CONFIDENCE = 0.99
 EVIDENCE_PER_SIGNATURE = 2
@@ -101,15 +102,18 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
 
 
 def _kernel_evidence(kernel: KernelEvents, exit_info: ExitInfo | None, log_pids: set[int], draft) -> None:  # type: ignore[no-untyped-def]
-    """A kernel record is strong proof when it names a pid the log names, or the run died of the matching
-    signal; otherwise it may be an older, unrelated event and counts little. This machine's own kernel log holds
-    every process's history since boot, so there an unmatched record needs the matching signal to count."""
+    """A kernel record is strong proof when it names a pid the log names, falls inside the run's time window (of a
+    training process, or the run died of the matching signal), or the run died of the matching signal; otherwise
+    it may be an older, unrelated event and counts little. This machine's own kernel log holds every process's
+    history since boot, so there an unmatched record outside a known window needs the matching signal to count."""
     signal = exit_info.signal if exit_info else None
     own_machine = kernel.source in ("dmesg", "journalctl -k")
     for kill in kernel.oom_kills[-3:]:
         matched = kill.pid in log_pids
+        in_window = kernel.timed and kill.time is not None
         unattributed = signal is None and not log_pids and not own_machine
-        strength = 0.95 if matched else 0.85 if signal == "SIGKILL" or unattributed else 0.3
+        strength = 0.95 if matched else 0.85 if signal == "SIGKILL" or unattributed or (
+            in_window and run_like(kill.comm)) else 0.5 if in_window else 0.3
         d = draft("host_oom")
         d.support("kernel", strength, "Host out of memory: the kernel's OOM killer killed the process",
                   "Host RAM (or the container's memory limit) ran out and the kernel killed the largest process. "
@@ -122,8 +126,10 @@ def _kernel_evidence(kernel: KernelEvents, exit_info: ExitInfo | None, log_pids:
                            ("dmesg -T | grep -i -E 'killed process|out of memory'",)))
     for fault in kernel.segfaults[-3:]:
         matched = fault.pid in log_pids
+        in_window = kernel.timed and fault.time is not None and run_like(fault.comm)
         d = draft("segfault_other")
-        d.support("kernel", 0.8 if matched else 0.6 if signal == "SIGSEGV" else 0.3, "Segmentation fault in native code",
+        d.support("kernel", 0.8 if matched else 0.6 if signal == "SIGSEGV" or in_window else 0.3,
+                  "Segmentation fault in native code",
                   "The kernel recorded a segmentation fault; the faulting library is named in its record.")
         d.evidence.append(Evidence("kernel", fault.line, fault.text, kernel.source))
         d.notes.append(fault.describe())

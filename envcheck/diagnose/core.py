@@ -13,6 +13,7 @@ import re
 import struct
 import tempfile
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from envcheck import proc
 from envcheck.diagnose.model import Skipped
@@ -127,30 +128,47 @@ def parse_gdb(path: str, exe: str | None, output: str) -> CoreReport:
     return CoreReport(path, exe, sig.group("sig") if sig else None, top, first, tuple(frames))
 
 
-def find_core(search_dirs: list[str]) -> tuple[str | None, Skipped | None]:
-    """The newest core file per /proc/sys/kernel/core_pattern; coredumpctl when cores go to systemd."""
+def find_core(search_dirs: list[str], lower: datetime | None = None, upper: datetime | None = None
+              ) -> tuple[str | None, Skipped | None, tuple[datetime, ...]]:
+    """The newest core file per /proc/sys/kernel/core_pattern written inside [LOWER, UPPER] (the run's window;
+    None is open); coredumpctl when cores go to systemd. Also the mtimes of cores left out as outside the window."""
     try:
         with open("/proc/sys/kernel/core_pattern", encoding="utf-8") as handle:
             pattern = handle.read().strip()
     except OSError as error:
-        return None, Skipped("core", f"cannot read core_pattern: {error.strerror}")
+        return None, Skipped("core", f"cannot read core_pattern: {error.strerror}"), ()
     if pattern.startswith("|"):
         if "systemd-coredump" in pattern:
-            return _from_coredumpctl()
-        return None, Skipped("core", f"cores are piped to {pattern[1:].split()[0]}; pass one with --core")
+            path, why = _from_coredumpctl(lower, upper)
+            return path, why, ()
+        return None, Skipped("core", f"cores are piped to {pattern[1:].split()[0]}; pass one with --core"), ()
     glob_pattern = re.sub(r"%.", "*", pattern)
     dirs = [os.path.dirname(glob_pattern)] if os.path.isabs(glob_pattern) else search_dirs
     name = os.path.basename(glob_pattern)
     candidates = {p for d in dirs for p in glob.glob(os.path.join(d, name)) + glob.glob(os.path.join(d, name + ".*"))}
-    cores = sorted((p for p in candidates if is_core(p)), key=os.path.getmtime, reverse=True)
+    cores, outside = [], []
+    for path in candidates:
+        if not is_core(path):
+            continue
+        written = datetime.fromtimestamp(os.path.getmtime(path), timezone.utc)
+        if (lower is not None and written < lower) or (upper is not None and written > upper):
+            outside.append(written)
+        else:
+            cores.append((written, path))
     if not cores:
-        return None, Skipped("core", f"no core file matching core_pattern '{pattern}' in {', '.join(dirs)}")
-    return cores[0], None
+        where = " inside the run's window" if outside else ""
+        return None, Skipped("core", f"no core file matching core_pattern '{pattern}'{where} in {', '.join(dirs)}"), \
+            tuple(sorted(outside))
+    return max(cores)[1], None, tuple(sorted(outside))
 
 
-def _from_coredumpctl() -> tuple[str | None, Skipped | None]:
+def _from_coredumpctl(lower: datetime | None, upper: datetime | None) -> tuple[str | None, Skipped | None]:
     target = os.path.join(tempfile.mkdtemp(prefix="envcheck-core-"), "core")
-    result = proc.run(["coredumpctl", "--no-pager", "-q", "dump", "-o", target], timeout=GDB_TIMEOUT)
+    argv = ["coredumpctl", "--no-pager", "-q", "dump", "-o", target]
+    for flag, moment in (("--since", lower), ("--until", upper)):
+        if moment is not None:  # coredumpctl reads local time
+            argv.append(f"{flag}={moment.astimezone().strftime('%Y-%m-%d %H:%M:%S')}")
+    result = proc.run(argv, timeout=GDB_TIMEOUT)
     if result.ok and os.path.exists(target):
         return target, None
     return None, Skipped("core", f"coredumpctl: {result.describe_failure() or 'no core'}")

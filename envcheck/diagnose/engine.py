@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Callable
 
 from envcheck.checks.model import Finding
 from envcheck.diagnose import core as core_mod
-from envcheck.diagnose import exitcodes, kernel
+from envcheck.diagnose import exitcodes, kernel, window
 from envcheck.diagnose.combine import combine
-from envcheck.diagnose.model import Diagnosis, Evidence, ScanResult, Skipped
+from envcheck.diagnose.model import Diagnosis, Evidence, Ignored, ScanResult, Skipped
 from envcheck.diagnose.scan import Matcher, Progress, scan
 from envcheck.diagnose.source import open_log
 from envcheck.errors import UsageError
@@ -28,6 +29,10 @@ class Request:
     probe: bool = False
     system: bool = True  # read this machine's kernel log and core files when not given
     matrix: str | None = None
+    since: datetime | None = None  # the run's window, when given (else from the logs' stamps)
+    until: datetime | None = None
+    pids: tuple[int, ...] = ()  # the run's process ids, besides those the logs name
+    boot_time: datetime | None = None  # boot of the machine a saved --kernel-log with seconds-since-boot came from
 
 
 def diagnose(request: Request, progress: Progress | None = None,
@@ -41,19 +46,26 @@ def diagnose(request: Request, progress: Progress | None = None,
     result = _scan(request.logs, Matcher(matrix.signatures), progress) if request.logs else None
     exit_info, log_pids = _exit_and_pids(request.exit_code, result)
 
+    run = window.build(result, request.since, request.until, (*request.pids, *log_pids))
+    reference = run.until or run.since
     events = None
     if request.kernel_log:
-        events = kernel.read_file(request.kernel_log)
+        events = kernel.read_file(request.kernel_log, request.boot_time, reference)
     elif request.system:
-        events, why = kernel.read_system()
+        events, why = kernel.read_system(reference=reference)
         skipped += [why] if why else []
+    ignored: tuple[Ignored, ...] = ()
+    if events is not None:
+        events, ignored, notes = window.judge(events, run)
+        run = replace(run, notes=run.notes + notes)
 
     core_report = None
     core_path = request.core
     if core_path is None and request.system and exit_info and exit_info.signal in _CRASH_SIGNALS:
         dirs = sorted({os.path.dirname(os.path.abspath(p)) for p in request.logs if p != "-"} | {os.getcwd()})
-        core_path, why = core_mod.find_core(dirs)
+        core_path, why, outside = core_mod.find_core(dirs, run.lower, run.upper)
         skipped += [why] if why else []
+        ignored += window.core_ignored(outside, run)
     if core_path:
         try:
             core_report = core_mod.analyse(core_path)
@@ -66,13 +78,13 @@ def diagnose(request: Request, progress: Progress | None = None,
         exit_info = exitcodes.ExitInfo(None, core_report.signal, f"the core says: {core_report.signal}")
 
     findings = _findings(request, matrix, capture, skipped)
-    causes = combine(result, signatures, exit_info, events, core_report, log_pids, findings)
+    causes = combine(result, signatures, exit_info, events, core_report, log_pids | run.pids, findings)
     last = result.exceptions[0] if result and result.exceptions else None
     return Diagnosis(
         causes, exit_info.code if exit_info else None, exit_info.signal if exit_info else None,
         exit_info.meaning if exit_info else None, result.files if result else (), result.bytes_read if result else 0,
         result.lines if result else 0, Evidence("log", last.line, last.text, last.file) if last else None,
-        tuple(skipped))
+        tuple(skipped), run, ignored)
 
 
 def _scan(paths: tuple[str, ...], matcher: Matcher, progress: Progress | None) -> ScanResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from envcheck.checks.model import Fix  # noqa: F401  (one fix record for doctor findings and diagnose causes)
 
@@ -33,6 +34,9 @@ class ScanResult:
     lines: int
     by_signature: dict[str, SignatureHits] = field(default_factory=dict)
     exceptions: tuple[Hit, ...] = ()  # the last line of each Python traceback seen (first and last kept)
+    first_time: datetime | None = None  # the earliest and latest line stamps of the logs (the run's window)
+    last_time: datetime | None = None
+    pids: frozenset[int] = frozenset()  # process ids the logs name (launchers' reports, pid=N, Killed process N)
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,42 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class RunWindow:
+    """When the run ran and which processes were its own: kernel events and cores outside it are not the run's.
+
+    `lower`/`upper` are the bounds events are judged by: the log's first and last stamps widened by a margin, or
+    --since/--until exactly. None is an open side."""
+
+    since: datetime | None
+    until: datetime | None
+    since_from: str | None  # "log" | "--since"
+    until_from: str | None  # "log" | "--until"
+    lower: datetime | None
+    upper: datetime | None
+    pids: frozenset[int] = frozenset()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def timed(self) -> bool:
+        return self.lower is not None or self.upper is not None
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """Evidence left out because it is not this run's: kernel events or cores outside its window or of other
+    processes, counted per kind and reason."""
+
+    source: str  # "kernel" | "core"
+    kind: str  # "oom_kill" | "segfault" | "core"
+    reason: str  # "before_window" | "after_window" | "other_process"
+    count: int
+    first: datetime | None
+    last: datetime | None
+    pids: tuple[int, ...]
+    detail: str  # one sentence for people
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     causes: tuple[Cause, ...]
     exit_code: int | None
@@ -84,3 +124,5 @@ class Diagnosis:
     lines: int = 0
     first_exception: Evidence | None = None  # the first Python exception line in the logs
     skipped: tuple[Skipped, ...] = ()
+    window: RunWindow | None = None
+    ignored: tuple[Ignored, ...] = ()

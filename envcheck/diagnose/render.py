@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck.diagnose.model import Cause, Diagnosis
+from envcheck.diagnose.model import Cause, Diagnosis, Ignored, RunWindow
+from envcheck.diagnose.stamps import show
 
 
 def to_dict(d: Diagnosis) -> dict[str, Any]:
@@ -17,7 +18,21 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         {"file": d.first_exception.file, "line": d.first_exception.line, "text": d.first_exception.text},
         "scanned": {"files": list(d.scanned), "bytes": d.bytes_read, "lines": d.lines},
         "skipped": [{"source": s.source, "reason": s.reason} for s in d.skipped],
+        "window": _window(d.window),
+        "ignored": [_ignored(i) for i in d.ignored],
     }
+
+
+def _window(w: RunWindow | None) -> dict[str, Any] | None:
+    if w is None:
+        return None
+    return {"since": show(w.since), "until": show(w.until), "since_from": w.since_from, "until_from": w.until_from,
+            "lower": show(w.lower), "upper": show(w.upper), "pids": sorted(w.pids), "notes": list(w.notes)}
+
+
+def _ignored(i: Ignored) -> dict[str, Any]:
+    return {"source": i.source, "kind": i.kind, "reason": i.reason, "count": i.count, "first": show(i.first),
+            "last": show(i.last), "pids": list(i.pids), "detail": i.detail}
 
 
 def _cause(c: Cause) -> dict[str, Any]:
@@ -51,6 +66,14 @@ def to_text(d: Diagnosis) -> str:
             out.extend(f"    $ {cmd}" for cmd in f.commands)
     for s in d.skipped:
         out.append(f"\nnot read: {s.source}: {s.reason}")
+    w = d.window
+    if w is not None and (w.timed or w.pids or w.notes):
+        span = f"{show(w.lower) or '...'} .. {show(w.upper) or '...'}" if w.timed else "not known"
+        pids = f"; pids {', '.join(str(p) for p in sorted(w.pids)[:8])}" if w.pids else ""
+        out.append(f"\nrun window: {span}{pids}")
+        out.extend(f"  note: {note}" for note in w.notes)
+    for i in d.ignored:
+        out.append(f"ignored: {i.detail}")
     if d.scanned:
         out.append(f"\nscanned {len(d.scanned)} file(s), {d.lines} lines, {d.bytes_read / 1e6:.1f} MB")
     return "\n".join(out).lstrip("\n") + "\n"

@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 from envcheck.diagnose.literals import anchor
 from envcheck.diagnose.model import Hit, ScanResult, SignatureHits
 from envcheck.diagnose.source import OpenedLog
+from envcheck.diagnose.stamps import LogStamps
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 64 * 1024  # longer lines are matched in segments of this size
@@ -25,6 +26,14 @@ _PROBE_LINES = 400
 KEY = 8  # bytes of each anchor the prefilter looks for (at least MIN_KEY)
 MIN_KEY = 4
 _SAMPLE = 1024 * 1024  # lines after a traceback header searched for its exception line
+# Where logs name the run's process ids: torchrun's `(pid: 2610)` and `received by PID 2610`, `pid=2610`, the
+# DeepSpeed launcher's `Killing subprocess 2610`, elastic's `Sending process 2610 closing signal`, a pasted
+# `Killed process 2610`, a shell's `line 1:  2610 Killed`.
+PID_ANCHORS = (b"pid:", b"pid=", b"pid ", b"PID ", b"process ", b"Killed", b"Segmentation fault", b"Bus error",
+               b"Aborted")
+_PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\bprocess\s+)(\d{2,9})(?!\d)"
+                   rb"|:\s+(\d{2,9})\s+(?:Killed|Segmentation fault|Bus error|Aborted)\b")
+MAX_PIDS = 512
 
 Progress = Callable[[str, int, "int | None"], None]
 
@@ -48,7 +57,7 @@ class Matcher:
         self.rules = tuple(rules)
         self.anchored = tuple(r for r in rules if r.anchor)
         self.unanchored = tuple(r for r in rules if not r.anchor)
-        self.anchors = tuple(sorted({r.anchor for r in self.anchored} | {TRACEBACK}))  # type: ignore[arg-type]
+        self.anchors = tuple(sorted({r.anchor for r in self.anchored} | {TRACEBACK} | set(PID_ANCHORS)))  # type: ignore[arg-type]
         self._cache: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
 
     def prefilter(self, sample: bytes) -> re.Pattern[bytes]:
@@ -75,6 +84,7 @@ class _Tally:
     counts: dict[str, int] = field(default_factory=dict)
     kept: dict[str, list[Hit]] = field(default_factory=dict)
     exceptions: list[Hit] = field(default_factory=list)
+    pids: set[int] = field(default_factory=set)
 
     def add(self, rule_id: str, file: str, line: int, raw: bytes) -> None:
         n = self.counts.get(rule_id, 0) + 1
@@ -104,12 +114,16 @@ class _Scanner:
         self.m, self.name, self.tally = matcher, name, tally
         self.line = 1  # number of the first line of the next block
         self.prefilter: re.Pattern[bytes] | None = None
+        self.stamps = LogStamps()
 
     def block(self, data: bytes, complete: bool) -> None:
         """Match DATA, which ends at a line end (or is a segment of an over-long line when not complete)."""
         m, last_start, cursor, cursor_line = self.m, -1, 0, self.line
         if self.prefilter is None:
             self.prefilter = m.prefilter(data[:_SAMPLE])
+            self.stamps.head(data[:_SAMPLE])
+        if complete:
+            self.stamps.tail(data)
         for found in self.prefilter.finditer(data):
             start = data.rfind(b"\n", 0, found.start()) + 1
             if start == last_start:
@@ -122,6 +136,8 @@ class _Scanner:
             line = data[start:end]
             if TRACEBACK in line:
                 self._traceback(data, start, end, cursor_line)
+            if len(self.tally.pids) < MAX_PIDS and any(a in line for a in PID_ANCHORS):
+                self.tally.pids.update(int(a or b) for a, b in _PIDS.findall(line))
             for rule in m.anchored:
                 if rule.anchor in line and rule.regex.search(line):  # type: ignore[operator]
                     self.tally.add(rule.id, self.name, cursor_line, line)
@@ -158,6 +174,7 @@ class _Scanner:
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
     """Scan every log in turn; line numbers are per file."""
     tally, names, total_bytes, total_lines = _Tally(), [], 0, 0
+    firsts, lasts = [], []
     for log in logs:
         names.append(log.name)
         scanner = _Scanner(matcher, log.name, tally)
@@ -179,7 +196,11 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
         if carry:
             scanner.block(carry + b"\n", complete=True)
         total_lines += scanner.line - 1
+        first, last = scanner.stamps.bounds()
+        firsts += [first] if first else []
+        lasts += [last] if last else []
     by_signature = {
         rule_id: SignatureHits(rule_id, count, tuple(tally.kept[rule_id])) for rule_id, count in tally.counts.items()
     }
-    return ScanResult(tuple(names), total_bytes, total_lines, by_signature, tuple(tally.exceptions))
+    return ScanResult(tuple(names), total_bytes, total_lines, by_signature, tuple(tally.exceptions),
+                      min(firsts) if firsts else None, max(lasts) if lasts else None, frozenset(tally.pids))
