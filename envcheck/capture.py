@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from envcheck import __version__, proc
+from envcheck.probes.cuda_home import probe_cuda_home
 from envcheck.probes.cuda_toolkit import probe_cuda_toolkits
 from envcheck.probes.host import probe_host
 from envcheck.probes.libraries import probe_libraries
@@ -47,15 +48,17 @@ def capture(
     environ = dict(os.environ) if environ is None else environ
     say = progress or (lambda _message: None)
     say("probing host, driver, CUDA toolkits and the Python environment")
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=5) as pool:
         host_job = pool.submit(probe_host)
         nvidia_job = pool.submit(probe_nvidia)
         toolkit_job = pool.submit(probe_cuda_toolkits, environ)
+        home_job = pool.submit(probe_cuda_home, environ)
         started = started_python if started_python is not None else start_python_probe(python)
         python_job = pool.submit(_python_then_libraries, started, python, environ)
         host, host_skipped = host_job.result()
         nvidia, nvidia_skipped = nvidia_job.result()
         toolkits, toolkit_skipped = toolkit_job.result()
+        cuda_home = home_job.result()
         python_found, libraries, library_skipped = python_job.result()
     skipped: list[Skipped] = [*host_skipped, *nvidia_skipped, *toolkit_skipped, *python_found.skipped, *library_skipped]
     requested = deep
@@ -78,6 +81,7 @@ def capture(
         host=host,
         nvidia=nvidia,
         cuda_toolkits=tuple(toolkits),
+        cuda_home=cuda_home,
         libraries=tuple(libraries),
         python=python_found.env,
         torch=python_found.torch,

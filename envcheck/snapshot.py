@@ -73,6 +73,22 @@ class CudaToolkit:
 
 
 @dataclass(frozen=True)
+class CudaHome:
+    """The CUDA home torch's cpp_extension would pick (its `_find_cuda_home`), and whether builds can use it.
+
+    A wrapper script or symlink `nvcc` on PATH makes torch take the directory two levels above it (/usr/local for
+    /usr/local/bin/nvcc), which may hold no headers or libraries: every extension build then fails.
+    """
+
+    path: str | None
+    via: str  # "CUDA_HOME" | "CUDA_PATH" | "PATH" | "/usr/local/cuda" | "none"
+    nvcc: bool | None = None
+    headers: bool | None = None
+    libraries: bool | None = None
+    toolkit: str | None = None  # the toolkit root that bin/nvcc resolves to
+
+
+@dataclass(frozen=True)
 class Library:
     name: str
     version: str | None
@@ -144,6 +160,7 @@ class Snapshot:
     host: Host | None = None
     nvidia: Nvidia | None = None
     cuda_toolkits: tuple[CudaToolkit, ...] = ()
+    cuda_home: CudaHome | None = None
     libraries: tuple[Library, ...] = ()
     python: PythonEnv | None = None
     torch: Torch | None = None

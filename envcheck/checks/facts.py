@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from envcheck.matrix import Matrix
@@ -9,17 +10,88 @@ from envcheck.matrix import query
 from envcheck.snapshot import CudaToolkit, Snapshot
 
 
-def build_toolkit(snapshot: Snapshot) -> CudaToolkit | None:
-    """The toolkit torch.utils.cpp_extension (and so DeepSpeed and flash-attn builds) uses, in its own order
-    (`_find_cuda_home`): CUDA_HOME, CUDA_PATH, the nvcc on PATH, then exactly /usr/local/cuda; else none."""
-    kits = snapshot.cuda_toolkits
+LOCAL_CUDA = "/usr/local/cuda"
+
+
+@dataclass(frozen=True)
+class BuildHome:
+    """The CUDA home and toolkit that torch.utils.cpp_extension (so DeepSpeed and flash-attn builds) would use.
+
+    Derived in torch's own order (`_find_cuda_home`): CUDA_HOME, CUDA_PATH, two levels above the nvcc on PATH,
+    then /usr/local/cuda. Only CONTRACT.md's fields decide (`env`, toolkit `path` and `on_path`); the probe's
+    optional fields (`found_via`, `first_on_path`, `nvcc_path`, the `cuda_home` section) refine. `certain` is False
+    when the snapshot cannot tell which toolkit that is (a symlinked home, several nvcc on PATH in unknown order).
+    """
+
+    path: str | None
+    via: str  # "CUDA_HOME" | "CUDA_PATH" | "PATH" | "/usr/local/cuda" | "none"
+    kit: CudaToolkit | None
+    certain: bool
+
+
+def _norm(path: str) -> str:
+    return os.path.normpath(path)
+
+
+def _nvcc_root(kit: CudaToolkit) -> str | None:
+    return _norm(os.path.dirname(os.path.dirname(kit.nvcc_path))) if kit.nvcc_path else None
+
+
+def _kit_at(snapshot: Snapshot, home: str, via: str) -> CudaToolkit | None:
+    probed = snapshot.cuda_home
+    for kit in snapshot.cuda_toolkits:
+        if _norm(kit.path) == home or via in kit.found_via or _nvcc_root(kit) == home:
+            return kit
+        if probed is not None and probed.via == via and probed.toolkit and _norm(probed.toolkit) == _norm(kit.path):
+            return kit
+    return None
+
+
+def _how_kits_were_found_is_known(snapshot: Snapshot) -> bool:
+    """Whether a toolkit missing from a path match is really absent (the probe recorded how it found each one)."""
+    return (not snapshot.cuda_toolkits or snapshot.cuda_home is not None
+            or any(kit.found_via for kit in snapshot.cuda_toolkits))
+
+
+def build_home(snapshot: Snapshot) -> BuildHome:
     for variable in ("CUDA_HOME", "CUDA_PATH"):
-        if snapshot.env.get(variable):
-            return next((k for k in kits if variable in k.found_via), None)
-    first = next((k for k in kits if k.first_on_path), None)
-    if first is not None:
-        return first
-    return next((k for k in kits if "/usr/local/cuda" in k.found_via), None)
+        value = snapshot.env.get(variable)
+        if value:
+            home = _norm(value)
+            kit = _kit_at(snapshot, home, variable)
+            return BuildHome(home, variable, kit, kit is not None or _how_kits_were_found_is_known(snapshot))
+    on_path = [kit for kit in snapshot.cuda_toolkits if kit.on_path or kit.first_on_path]
+    if on_path:
+        first = next((kit for kit in on_path if kit.first_on_path), on_path[0] if len(on_path) == 1 else None)
+        probed = snapshot.cuda_home
+        home = (probed.path if probed is not None and probed.via == "PATH" else
+                (_nvcc_root(first) or _norm(first.path)) if first is not None else None)
+        return BuildHome(home, "PATH", first, first is not None)
+    kit = _kit_at(snapshot, LOCAL_CUDA, LOCAL_CUDA)
+    if kit is not None:
+        return BuildHome(LOCAL_CUDA, LOCAL_CUDA, kit, True)
+    return BuildHome(None, "none", None, _how_kits_were_found_is_known(snapshot))
+
+
+def build_toolkit(snapshot: Snapshot) -> CudaToolkit | None:
+    """The toolkit extension builds use, or None when there is none or the snapshot cannot tell which."""
+    return build_home(snapshot).kit
+
+
+def marker_environment(snapshot: Snapshot) -> dict[str, str]:
+    """PEP 508 marker values of the examined interpreter. The probe records them (`python.marker_env`); without
+    them the snapshot's Python version and architecture give the ones requirements use, on Linux."""
+    environment = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix"}
+    if snapshot.host is not None and snapshot.host.arch:
+        environment["platform_machine"] = snapshot.host.arch
+    python = snapshot.python
+    if python is not None and python.version:
+        parts = python.version.split(".")
+        environment["python_version"] = ".".join(parts[:2])
+        environment["python_full_version"] = python.version
+    if python is not None:
+        environment.update(python.marker_env)
+    return environment
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import os
 from typing import Iterator
 
 from envcheck.checks import check
-from envcheck.checks.facts import build_toolkit
+from envcheck.checks.facts import build_home, build_toolkit
 from envcheck.checks.model import Evidence, Finding, Fix, Severity, Unevaluated
 from envcheck.checks.versions import major, major_minor
 from envcheck.matrix import Matrix
@@ -15,24 +15,29 @@ from envcheck.snapshot import Snapshot
 
 
 @check("EC401", "EC402")
-def nvcc_path_vs_cuda_home(snapshot: Snapshot, _matrix: object) -> Iterator[Finding]:
-    cuda_home = snapshot.env.get("CUDA_HOME") or snapshot.env.get("CUDA_PATH")
-    if not cuda_home:
+def nvcc_path_vs_cuda_home(snapshot: Snapshot, _matrix: object) -> Iterator[Finding | Unevaluated]:
+    home = build_home(snapshot)
+    if home.via not in ("CUDA_HOME", "CUDA_PATH"):
         return
-    variable = "CUDA_HOME" if snapshot.env.get("CUDA_HOME") else "CUDA_PATH"
-    home = os.path.normpath(cuda_home)
-    home_kit = next((t for t in snapshot.cuda_toolkits if variable in t.found_via), None)
+    variable, value = home.via, snapshot.env[home.via]
+    home_kit = home.kit
     if home_kit is None:
+        if not home.certain:
+            yield Unevaluated(f"nvcc in {variable}", f"no toolkit path equals {variable}={value}, and the snapshot "
+                              "does not say how its toolkits were found (it may be a link to one of them)")
+            return
         yield Finding(
-            "EC402", Severity.WARNING, "cuda_toolkit_mismatch", f"{variable}={cuda_home} has no nvcc",
+            "EC402", Severity.WARNING, "cuda_toolkit_mismatch", f"{variable}={value} has no nvcc",
             "DeepSpeed and flash-attn builds look for nvcc under CUDA_HOME; with none there they fail or fall back "
             "to CPU-only ops.",
-            (Evidence(f"env.{variable}", cuda_home, "a directory with bin/nvcc"),),
+            (Evidence(f"env.{variable}", value, "a directory with bin/nvcc"),
+             Evidence("cuda_toolkits[].path", ", ".join(k.path for k in snapshot.cuda_toolkits) or "none")),
             (Fix(f"Point {variable} at an installed toolkit", (f"export {variable}=/usr/local/cuda-X.Y",)),),
         )
         return
-    first = next((t for t in snapshot.cuda_toolkits if t.first_on_path), None)
-    if first is None or first is home_kit:
+    on_path = [t for t in snapshot.cuda_toolkits if t.first_on_path or t.on_path]
+    first = next((t for t in on_path if t.first_on_path), on_path[0] if len(on_path) == 1 else None)
+    if first is None or first is home_kit or os.path.normpath(first.path) == os.path.normpath(home_kit.path):
         return
     same_release = major_minor(first.nvcc_version) == major_minor(home_kit.nvcc_version)
     yield Finding(
@@ -42,9 +47,9 @@ def nvcc_path_vs_cuda_home(snapshot: Snapshot, _matrix: object) -> Iterator[Find
         "Extension builds (DeepSpeed JIT ops, flash-attn) compile with CUDA_HOME's nvcc, while a shell and some "
         "build scripts run the one on PATH: the two builds use different toolkits."
         + ("" if not same_release else " Both are the same release, so this is harmless today."),
-        (Evidence("cuda_toolkits[first_on_path].nvcc_path", first.nvcc_path or first.path),
-         Evidence(f"env.{variable}", home, first.path)),
-        (Fix(f"Put {variable}'s nvcc first on PATH", (f'export PATH="{home}/bin:$PATH"',)),),
+        (Evidence("cuda_toolkits[on_path].path", first.nvcc_path or first.path),
+         Evidence(f"env.{variable}", home.path, first.path)),
+        (Fix(f"Put {variable}'s nvcc first on PATH", (f'export PATH="{home.path}/bin:$PATH"',)),),
     )
 
 
@@ -121,14 +126,20 @@ def nvcc_vs_torch_cuda(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding |
         tuple(evidence), (fix, Fix("Or accept the pair knowingly", ("export DS_SKIP_CUDA_CHECK=1",))), (DS_BUILDER,))
 
 
+def _jit_only_deepspeed_on_gpus(snapshot: Snapshot) -> bool:
+    torch, ds, nvidia = snapshot.torch, snapshot.deepspeed, snapshot.nvidia
+    return bool(torch and torch.cuda and ds is not None and not ds.installed_ops and nvidia and nvidia.gpus)
+
+
 @check("EC515", needs_matrix=True)
 def no_toolkit_for_deepspeed_jit(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding]:
     """DeepSpeed without pre-built ops compiles them at first use; with no CUDA_HOME that first use fails."""
     torch, ds, nvidia = snapshot.torch, snapshot.deepspeed, snapshot.nvidia
     if torch is None or not torch.cuda or ds is None or nvidia is None or not nvidia.gpus:
         return
-    if build_toolkit(snapshot) is not None:
-        return
+    home = build_home(snapshot)
+    if home.via != "none" or not home.certain:
+        return  # a home was found (EC402 and EC516 judge it), or the snapshot cannot tell that none exists
     prebuilt = ", ".join(ds.installed_ops) or "none"
     yield Finding(
         "EC515", Severity.WARNING if ds.installed_ops else Severity.ERROR, "deepspeed_build_failure",
@@ -141,4 +152,34 @@ def no_toolkit_for_deepspeed_jit(snapshot: Snapshot, matrix: Matrix) -> Iterator
              (f"export CUDA_HOME=/usr/local/cuda-{major_minor(torch.cuda)}",)),
          Fix("Or pre-build DeepSpeed's ops where a toolkit exists",
              ("DS_BUILD_OPS=1 pip install --no-build-isolation --no-cache-dir deepspeed",))),
+        (DS_BUILDER,))
+
+
+@check("EC516")
+def cuda_home_unusable_for_builds(snapshot: Snapshot, _matrix: object) -> Iterator[Finding]:
+    """A CUDA home with nvcc but no headers or libraries: a wrapper or symlinked nvcc on PATH (torch takes the
+    directory two levels above it), or a CUDA_HOME pointing at a runtime-only install."""
+    probed = snapshot.cuda_home
+    if probed is None or probed.path is None or (probed.headers is not False and probed.libraries is not False):
+        return
+    missing = [what for what, ok in (("include/cuda_runtime.h", probed.headers), ("lib64/libcudart.so", probed.libraries))
+               if ok is False]
+    real = next((k.path for k in snapshot.cuda_toolkits if probed.toolkit and os.path.normpath(k.path) ==
+                 os.path.normpath(probed.toolkit) and os.path.normpath(k.path) != probed.path), None)
+    how = {"PATH": f"two levels above the nvcc on PATH ({probed.path}/bin/nvcc)",
+           "/usr/local/cuda": "torch's fallback /usr/local/cuda"}.get(probed.via, f"{probed.via}={probed.path}")
+    severe = _jit_only_deepspeed_on_gpus(snapshot)
+    commands = ((f"export CUDA_HOME={real}",) if real else ("export CUDA_HOME=/usr/local/cuda-X.Y  # a full toolkit",))
+    yield Finding(
+        "EC516", Severity.ERROR if severe else Severity.WARNING,
+        "deepspeed_build_failure" if snapshot.deepspeed is not None else "cuda_toolkit_mismatch",
+        f"the CUDA home extension builds would use ({probed.path}) has no {' and no '.join(missing)}",
+        f"torch.utils.cpp_extension takes its CUDA home from {how}; it includes <home>/include and links "
+        "<home>/lib64, so DeepSpeed JIT ops, flash-attn and other source builds fail (\"cuda_runtime.h: No such file "
+        "or directory\" or \"cannot find -lcudart\")."
+        + (" DeepSpeed here has no pre-built ops, so its first op build fails." if severe else ""),
+        (Evidence("cuda_home.path", probed.path, "a toolkit root with include/ and lib64/", probed.via),
+         *(Evidence(f"cuda_home: {what}", "missing", "present") for what in missing),
+         *((Evidence("cuda_home.toolkit", real, None, "where bin/nvcc really lives"),) if real else ())),
+        (Fix("Point CUDA_HOME at the real toolkit root", commands),),
         (DS_BUILDER,))
