@@ -163,14 +163,45 @@ def test_nccl_loaded_differs_from_the_wheel() -> None:
 
 
 def test_unconfirmed_matrix_rows_never_raise_above_info() -> None:
-    """torch 2.15's CUDA variants are unconfirmed in the matrix, but its arch list drives no severity here;
-    KB026 is unconfirmed: when it matches, it is info."""
-    env = python({"torch": "2.6.0", "deepspeed": "0.16.3"})
-    snap = machine(python=env, torch=Torch("2.6.0", None), skipped=(Skipped("nvidia", "no NVIDIA driver"),))
-    kb = [f for f in findings(snap, "EC510") if f.title.startswith("KB026")]
+    """KB036 (NCCL 2.30.4 hang on GB10) is unconfirmed since its reporter retracted the NVLS_ENABLE=0 fix
+    (NVIDIA/nccl#2167, 2026-05-10): when it matches, it is info."""
+    node = Nvidia("580.142", "13.0", "nvml", gpus("NVIDIA GB10", "12.1", 1, 122572))
+    runtime = {"torch": RuntimeResult(True, 0, facts={"nccl_version": "2.30.4", "arch_list": ["sm_120"]})}
+    snap = machine(nvidia=node, python=python({"torch": "2.11.0+cu130", "nvidia-nccl-cu13": "2.30.4"}),
+                   torch=Torch("2.11.0+cu130", "13.0"), runtime=runtime)
+    kb = [f for f in findings(snap, "EC510") if f.title.startswith("KB036")]
     unconfirmed = {k.id for k in MATRIX.known_bad if not k.confirmed}
-    assert "KB026" in unconfirmed
+    assert "KB036" in unconfirmed
     assert kb and all(f.severity == Severity.INFO for f in kb)
+    other = dataclasses.replace(snap, runtime={"torch": RuntimeResult(True, 0, facts={"nccl_version": "2.30.3"})})
+    assert not [f for f in findings(other, "EC510") if f.title.startswith("KB036")]
+
+
+def test_no_unconfirmed_known_bad_entry_raises_above_info(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every unconfirmed entry, even forced to match and to be fatal, is reported as info and never blocks resolve."""
+    from envcheck.checks import known_bad as check_module
+    from envcheck.resolve import known_bad as resolve_module
+
+    unconfirmed = [dataclasses.replace(k, severity="fatal", covered_by=None) for k in MATRIX.known_bad if not k.confirmed]
+    assert unconfirmed
+    monkeypatch.setattr(check_module, "matches", lambda entry, snapshot, matrix: (True, [], []))
+    monkeypatch.setattr(resolve_module, "_judge", lambda *args: resolve_module.HOLDS)
+    forced = dataclasses.replace(MATRIX, known_bad=tuple(unconfirmed))
+    found = [f for f in check_module.known_bad_combinations(machine(), forced) if hasattr(f, "severity")]
+    assert len(found) == len(unconfirmed) and {f.severity for f in found} == {Severity.INFO}
+    assert resolve_module.blocking(forced, None, None, {}) is None  # type: ignore[arg-type]
+
+
+def test_kb026_stops_at_deepspeed_0_16() -> None:
+    """DeepSpeed PR #6751 (first in v0.16.0) loads checkpoints with weights_only=False: 0.15.4 on torch 2.6 warns,
+    0.16.0 does not."""
+    def kb026(deepspeed: str) -> list[Severity]:
+        env = python({"torch": "2.6.0", "deepspeed": deepspeed})
+        snap = machine(python=env, torch=Torch("2.6.0", None), skipped=(Skipped("nvidia", "no NVIDIA driver"),))
+        return [f.severity for f in findings(snap, "EC510") if f.title.startswith("KB026")]
+
+    assert kb026("0.15.4") == [Severity.WARNING]
+    assert kb026("0.16.0") == [] and kb026("0.16.3") == []
 
 
 def test_torchs_direct_libraries_are_not_shadowed() -> None:
@@ -237,8 +268,8 @@ def test_failed_xformers_import_is_a_warning() -> None:
 
 
 def test_vendor_prerelease_torch_matches_known_bad_ranges() -> None:
-    """An NGC container's torch 2.6.0a0+...nv25.01 behaves as 2.6 for KB026 (torch >= 2.6 with DeepSpeed)."""
-    env = python({"torch": "2.6.0a0+ecf3bae40a.nv25.01", "deepspeed": "0.16.3"})
+    """An NGC container's torch 2.6.0a0+...nv25.01 behaves as 2.6 for KB026 (torch >= 2.6 with DeepSpeed < 0.16.0)."""
+    env = python({"torch": "2.6.0a0+ecf3bae40a.nv25.01", "deepspeed": "0.15.4"})
     snap = machine(python=env, torch=Torch("2.6.0a0+ecf3bae40a.nv25.01", "12.8"),
                    skipped=(Skipped("nvidia", "no NVIDIA driver"),))
     assert [f for f in findings(snap, "EC510") if f.title.startswith("KB026")]
