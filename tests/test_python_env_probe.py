@@ -6,6 +6,7 @@ from pathlib import Path
 
 from conftest import ASSETS, FakeEnv, torch_version_file
 
+from envcheck.checks.python_env import unmet_requirements
 from envcheck.probes.python_env import literal_assignments, probe_python, read_deepspeed_info, read_torch_version
 
 DS_ASSETS = ASSETS / "nvidia"
@@ -25,10 +26,27 @@ def test_describes_the_target_interpreter_not_envchecks(fake_env: FakeEnv) -> No
     assert found.torch is not None and found.torch.version == "2.5.1+cu124" and found.torch.cuda == "12.4"
 
 
-def test_requirements_of_extras_are_left_out(fake_env: FakeEnv) -> None:
-    fake_env.add_dist("accelerate", "1.0.0", requires=("torch>=2.0", "deepspeed; extra == 'deepspeed'"))
+def test_requirements_keep_their_extras_and_markers_and_pip_check_ignores_extras(fake_env: FakeEnv) -> None:
+    """An extra's requirement is recorded (so checks can say where a range comes from) but is no requirement of
+    the install: an unmet one raises nothing, as `pip check` is silent about it."""
+    fake_env.add_dist("accelerate", "1.0.0", requires=("torch>=2.0", "deepspeed>=0.9; extra == 'deepspeed'"))
+    fake_env.add_dist("torch", "2.5.1", files={"torch/version.py": torch_version_file("2.5.1", None)})
     found = probe_python(str(fake_env.python))
-    assert found.env.requires["accelerate"] == ("torch>=2.0",)
+    assert found.env.requires["accelerate"] == ("torch>=2.0", "deepspeed>=0.9; extra == 'deepspeed'")
+    assert list(unmet_requirements(found.env)) == []
+
+
+def test_egg_info_sections_become_markers(fake_env: FakeEnv) -> None:
+    egg = fake_env.site / "oldpkg-1.0.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: oldpkg\nVersion: 1.0\n")
+    (egg / "requires.txt").write_text("numpy>=1.20\n\n[:python_version < \"3.8\"]\nimportlib-metadata\n\n"
+                                      "[torch]\ntorch>=2.0\n\n[gpu:sys_platform == \"linux\"]\npynvml\n")
+    found = probe_python(str(fake_env.python))
+    assert found.env.requires["oldpkg"] == (
+        "numpy>=1.20", 'importlib-metadata; (python_version < "3.8")', 'torch>=2.0; extra == "torch"',
+        'pynvml; (sys_platform == "linux") and extra == "gpu"')
+    assert [str(r) for _, r, _ in unmet_requirements(found.env)] == ["numpy>=1.20"]
 
 
 def test_real_deepspeed_build_files_are_read(fake_env: FakeEnv) -> None:

@@ -90,6 +90,23 @@ def matches(entry: KnownBad, snapshot: Snapshot, matrix: Matrix) -> tuple[bool, 
     return not missing, evidence, missing
 
 
+def known_bad_floors(snapshot: Snapshot, matrix: Matrix) -> set[tuple[str, str, str]]:
+    """(package, key, floor) for each applying known-bad entry whose condition on `key` is `<floor`: it reports
+    that `package` needs `key >= floor`, so a check saying the same (EC507's torch floors of transformers, which
+    KB020-KB024 raise with their symptom) stays silent instead of saying it twice."""
+    floors = set()
+    for entry in matrix.known_bad:
+        if entry.covered_by:
+            continue  # reported by the covering check itself, not by EC510
+        applies, _evidence, _missing = matches(entry, snapshot, matrix)
+        if not applies:
+            continue
+        for key, spec in entry.when.items():
+            if spec.startswith("<") and not spec.startswith("<=") and "," not in spec:
+                floors.update((package, key, spec[1:].strip()) for package in entry.when if package != key)
+    return floors
+
+
 @check("EC510", needs_matrix=True)
 def known_bad_combinations(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding | Unevaluated]:
     for entry in matrix.known_bad:

@@ -7,31 +7,74 @@ package enforces at import time, LLaMA-Factory's start-up version checks, and wh
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envcheck.checks import check
-from envcheck.checks.facts import cc_key, gpu_capabilities
+from envcheck.checks.facts import cc_key, gpu_capabilities, marker_environment
+from envcheck.checks.known_bad import known_bad_floors
 from envcheck.checks.model import Evidence, Finding, Fix, Severity, Unevaluated
 from envcheck.checks.versions import major_minor
 from envcheck.matrix import Matrix
 from envcheck.matrix import query
+from envcheck.matrix.model import PackageRelease
 from envcheck.snapshot import Snapshot
 
 
 def _declared(snapshot: Snapshot, package: str) -> set[str]:
-    """Names a distribution's own metadata already constrains with a version (so pip check covers them)."""
+    """Names a distribution's own base metadata constrains with a version (so pip check covers them)."""
     names = set()
+    environment = marker_environment(snapshot)
     for text in (snapshot.python.requires.get(package, ()) if snapshot.python else ()):
         try:
             requirement = Requirement(text)
         except InvalidRequirement:
             continue
-        if requirement.specifier:
+        marker = str(requirement.marker) if requirement.marker else None
+        if requirement.specifier and query.marker_applies(marker, environment) is not False:
             names.add(canonicalize_name(requirement.name))
     return names
+
+
+def requested_extra(snapshot: Snapshot, package: str, extra: str) -> str | None:
+    """The installed distribution whose own (base) requirements ask for `package[extra]`, if any: the evidence
+    that the extra was installed for a purpose, since metadata does not record which extras pip was given."""
+    environment = marker_environment(snapshot)
+    for requester, texts in sorted((snapshot.python.requires if snapshot.python else {}).items()):
+        for text in texts:
+            try:
+                requirement = Requirement(text)
+            except InvalidRequirement:
+                continue
+            marker = str(requirement.marker) if requirement.marker else None
+            if (canonicalize_name(requirement.name) == package and extra in requirement.extras
+                    and query.marker_applies(marker, environment) is True):
+                return requester
+    return None
+
+
+@dataclass(frozen=True)
+class Need:
+    """One requirement of a matrix release row, with the extra it sits under (None: the bare install's)."""
+
+    key: str
+    spec: str
+    extra: str | None
+
+
+def row_needs(row: PackageRelease, environment: dict[str, str]) -> list[Need]:
+    """The row's requirements whose markers hold for the target; a marker that cannot be judged keeps its need."""
+    groups = [(None, row.requires), *sorted(row.extras.items())]
+    needs = []
+    for extra, requirements in groups:
+        for key, value in sorted(requirements.items()):
+            spec, marker = query.split_marker(value)
+            if query.marker_applies(marker, environment) is not False:
+                needs.append(Need(key, spec, extra))
+    return needs
 
 
 @check("EC506", needs_matrix=True)
@@ -58,49 +101,82 @@ def _gpu_fact(snapshot: Snapshot, matrix: Matrix) -> tuple[str, ...]:
     return tuple(sorted({g.cc for g in gpu_capabilities(snapshot, matrix) if g.cc}, key=cc_key))
 
 
+def _floors(spec: str) -> list[str]:
+    """The lower bounds of a specifier set: '>=2.1,<2.7' -> ['2.1']."""
+    return [part.strip()[2:].strip() for part in spec.split(",") if part.strip().startswith(">=")]
+
+
+def _observed(snapshot: Snapshot, ccs: tuple[str, ...], need: Need) -> tuple[str | None, str] | None:
+    """(what was found, the category) when the need is unmet; None when it holds or cannot be judged."""
+    python = snapshot.python
+    assert python is not None
+    if need.key == "compute_capability":
+        bad = [cc for cc in ccs if query.satisfies(cc, need.spec) is False]
+        return (", ".join(bad), "cuda_arch_unsupported") if bad else None
+    if need.key == "cuda":
+        found = snapshot.torch.cuda if snapshot.torch else None
+        return (found, "cuda_toolkit_mismatch") if found and query.satisfies(found, need.spec) is False else None
+    found = python.version if need.key == "python" else python.packages.get(need.key)
+    return (found, "version_conflict") if found is not None and query.satisfies(found, need.spec) is False else None
+
+
 @check("EC507", needs_matrix=True)
 def package_needs_not_met(snapshot: Snapshot, matrix: Matrix) -> Iterator[Finding | Unevaluated]:
     python = snapshot.python
     if python is None:
         return
     ccs = _gpu_fact(snapshot, matrix)
+    environment = marker_environment(snapshot)
+    told = known_bad_floors(snapshot, matrix)  # (package, key, floor) that a known-bad entry already reports
     for package, installed in sorted(python.packages.items()):
+        declared = _declared(snapshot, package)
         for row in query.package_releases(matrix, package, installed):
-            declared = _declared(snapshot, package)
-            for key, spec in sorted(row.requires.items()):
-                if key in declared:
+            for need in row_needs(row, environment):
+                if need.extra is None and need.key in declared:
                     continue  # the distribution declares it: EC201/EC203 judge it from the real metadata
-                if key == "compute_capability":
-                    bad = [cc for cc in ccs if query.satisfies(cc, spec) is False]
-                    observed = ", ".join(bad)
-                    if not bad:
-                        continue
-                    category = "cuda_arch_unsupported"
-                elif key == "cuda":
-                    observed = snapshot.torch.cuda if snapshot.torch else None
-                    if not observed or query.satisfies(observed, spec) is not False:
-                        continue
-                    category = "cuda_toolkit_mismatch"
-                else:
-                    observed = python.version if key == "python" else python.packages.get(key)
-                    if observed is None or query.satisfies(observed, spec) is not False:
-                        continue
-                    category = "version_conflict"
-                if key in row.wheel_keys:
-                    wheel_finding = _no_prebuilt_wheel(snapshot, package, installed, key, spec, observed, row)
+                if any((package, need.key, floor) in told for floor in _floors(need.spec)):
+                    continue  # one fact, one finding: the known-bad entry carries the symptom and the fix
+                unmet = _observed(snapshot, ccs, need)
+                if unmet is None:
+                    continue
+                observed, category = unmet
+                if need.extra is not None:
+                    yield _extra_finding(snapshot, package, installed, need, observed, category, row)
+                    continue
+                if need.key in row.wheel_keys:
+                    wheel_finding = _no_prebuilt_wheel(snapshot, package, installed, need.key, need.spec, observed, row)
                     if wheel_finding is not None:
                         yield wheel_finding
                     continue
                 severity = Severity.ERROR if row.confirmed else Severity.INFO
                 yield Finding(
                     "EC507", severity, category,
-                    f"{package} {installed} needs {key} {spec}, found {observed}",
+                    f"{package} {installed} needs {need.key} {need.spec}, found {observed}",
                     (row.note or f"{package} {installed} does not declare this in its metadata, so pip does not "
                      "check it; it fails at import or at run time instead."),
                     (Evidence(f"python.packages.{package}", installed),
-                     Evidence(key, observed, spec, row.source)),
-                    (Fix(f"Install a {package} release that supports this {key}, or change the {key}",
-                         (f'pip install "{package}" --upgrade  # then check the release notes for {key} {spec}',)),))
+                     Evidence(need.key, observed, need.spec, row.source)),
+                    (Fix(f"Install a {package} release that supports this {need.key}, or change the {need.key}",
+                         (f'pip install "{package}" --upgrade  # then check the release notes for {need.key} {need.spec}',)),))
+
+
+def _extra_finding(snapshot: Snapshot, package: str, installed: str, need: Need, observed: str | None,
+                   category: str, row: PackageRelease) -> Finding:
+    """An extra's range is not a requirement of the install: info, or a warning where an installed distribution
+    asks for that extra (its next install or upgrade would move the package)."""
+    requester = requested_extra(snapshot, package, need.extra or "")
+    detail = (f"Only {package}'s [{need.extra}] extra asks for this; the bare install does not, pip check is "
+              f"silent, and {package} runs. `pip install \"{package}[{need.extra}]\"` would change {need.key}.")
+    if requester:
+        detail = (f"{requester} requires {package}[{need.extra}], whose range excludes the installed {need.key}: "
+                  f"reinstalling or upgrading {requester} moves {need.key} or {package}. " + detail)
+    return Finding(
+        "EC507", Severity.WARNING if requester and row.confirmed else Severity.INFO, category,
+        f"{package} {installed}'s [{need.extra}] extra asks {need.key} {need.spec}, found {observed}",
+        detail,
+        (Evidence(f"python.packages.{package}", installed),
+         Evidence(f"{need.key} (extra {need.extra})", observed, need.spec, row.source),
+         *((Evidence(f"python.requires.{requester}", f"{package}[{need.extra}]"),) if requester else ())))
 
 
 def _no_prebuilt_wheel(snapshot: Snapshot, package: str, installed: str, key: str, spec: str, observed: str | None,

@@ -108,6 +108,8 @@ class PackageRelease:
     confirmed: bool = True
     # requires-keys that say which prebuilt wheels exist rather than what the package needs (a source build works)
     wheel_keys: tuple[str, ...] = ()
+    # extra name -> its requirements: they apply only where that extra was installed, never to the bare install
+    extras: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -31,6 +32,23 @@ def satisfies(installed: str | None, spec: str) -> bool | None:
     try:
         return SpecifierSet(spec).contains(found, prereleases=True)
     except InvalidSpecifier:
+        return None
+
+
+def split_marker(value: str) -> tuple[str, str | None]:
+    """A matrix requirement value 'SPEC' or 'SPEC; MARKER' (PEP 508) -> (spec, marker or None)."""
+    spec, separator, marker = value.partition(";")
+    return spec.strip(), (marker.strip() or None) if separator else None
+
+
+def marker_applies(marker: str | None, environment: dict[str, str]) -> bool | None:
+    """Whether a PEP 508 marker holds for the target (None when it cannot be judged). `extra` is empty: the
+    markers of the bare install, as pip check evaluates them."""
+    if marker is None:
+        return True
+    try:
+        return Marker(marker).evaluate({**environment, "extra": ""})
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
         return None
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from packaging.markers import InvalidMarker, Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.checks.model import CATEGORIES, Severity
+from envcheck.matrix.query import split_marker
 
 SPECIAL_WHEN_KEYS = frozenset({
     "python", "torch_cuda", "driver", "cuda_driver", "nvcc", "compute_capability", "glibc", "nccl_loaded", "gpu_name",
@@ -74,9 +76,15 @@ def problems(matrix) -> list[str]:  # type: ignore[no-untyped-def]
             found.append(f"gpus.toml: gpu[{i}].match: needs lower-case substrings")
     for i, row in enumerate(matrix.package_releases):
         found += [f"packages.toml: {p}" for p in _specifier(f"package_release[{i}].versions", row.versions)]
-        for key, spec in row.requires.items():
-            if key not in ("compute_capability",):
-                found += [f"packages.toml: {p}" for p in _specifier(f"package_release[{i}].requires.{key}", spec)]
+        groups = [("requires", row.requires), *((f"extras.{name}", reqs) for name, reqs in sorted(row.extras.items()))]
+        for group, requirements in groups:
+            for key, value in requirements.items():
+                where = f"package_release[{i}].{group}.{key}"
+                spec, marker = split_marker(value)
+                if key not in ("compute_capability",):
+                    found += [f"packages.toml: {p}" for p in _specifier(where, spec)]
+                if marker is not None and not _marker_ok(marker):
+                    found.append(f"packages.toml: {where}: {marker!r} is not a valid PEP 508 marker")
     for i, row in enumerate(matrix.llamafactory_releases):
         found += [f"llamafactory.toml: {p}" for p in _specifier(f"llamafactory_release[{i}].python", row.python)]
         for key, spec in row.requires.items():
@@ -85,6 +93,14 @@ def problems(matrix) -> list[str]:  # type: ignore[no-untyped-def]
     found += list(_known_bad(matrix))
     found += list(_signatures(matrix))
     return found
+
+
+def _marker_ok(marker: str) -> bool:
+    try:
+        Marker(marker)
+    except InvalidMarker:
+        return False
+    return True
 
 
 def _ids(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]

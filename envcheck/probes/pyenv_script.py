@@ -24,18 +24,23 @@ def headers_of(text):
 
 
 def egg_requires(path):
-    """Requirements of an .egg-info: requires.txt lists them, with [extra] sections after the base ones."""
+    """Requirements of an .egg-info: requires.txt lists the base ones, then [extra] or [extra:marker] or [:marker]
+    sections; each becomes one PEP 508 string with its marker, as Requires-Dist writes it."""
     requires = []
     try:
         text = read_text(os.path.join(path, "requires.txt"))
     except OSError:
         return requires
+    marker = ""
     for line in text.splitlines():
         line = line.strip()
-        if line.startswith("["):
-            break
+        if line.startswith("[") and line.endswith("]"):
+            extra, _, condition = line[1:-1].partition(":")
+            parts = (["(%s)" % condition] if condition else []) + (['extra == "%s"' % extra] if extra else [])
+            marker = " and ".join(parts)
+            continue
         if line and not line.startswith("#"):
-            requires.append(line)
+            requires.append("%s; %s" % (line, marker) if marker else line)
     return requires
 
 
@@ -55,8 +60,9 @@ def read_dist(site, entry):
     requires = meta.get_all("Requires-Dist") or []
     if is_egg and os.path.isdir(path):
         requires = egg_requires(path)
-    # Requirements of extras apply only when the extra was asked for, which metadata does not record.
-    requires = [r.strip() for r in requires if "extra" not in r.partition(";")[2]]
+    # Kept with their markers, extras' too: checks evaluate them for this interpreter (an extra's requirement
+    # applies only where that extra was asked for, which metadata does not record).
+    requires = [r.strip() for r in requires]
     dist = {"name": normalize(name.strip()), "version": version.strip(), "requires": requires,
             "location": site}
     if dist["name"].startswith("nvidia-") and not is_egg:

@@ -14,6 +14,7 @@ from packaging.version import Version
 
 from envcheck.matrix import Matrix
 from envcheck.matrix.model import LlamaFactoryRelease, PackageRelease
+from envcheck.matrix.query import marker_applies, split_marker
 from envcheck.resolve.specs import combine, line_matches, overlaps
 from envcheck.resolve.specs import _probes  # noqa: PLC2701 - shared bound sampler
 
@@ -21,6 +22,10 @@ from envcheck.resolve.specs import _probes  # noqa: PLC2701 - shared bound sampl
 STACK_EXTRAS = ("deepspeed",)
 # LLaMA-Factory requirements the resolver ranges itself (the rest the lock's resolver takes from its metadata).
 STACK_CORE = ("transformers", "accelerate", "peft", "trl", "datasets", "tokenizers")
+# Package extras the resolver keeps to although the lock installs the bare package: every stack installs torch, so
+# a package's [torch] extra states the torch pairing it was released for, and a later `pip install pkg[torch]`
+# must not change the stack. The doctor, judging an installed environment, treats extras as not installed.
+RESOLVER_EXTRAS = ("torch",)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,26 @@ def _need_fails(key: str, need: str, ctx: Context) -> str | None:
     return None
 
 
+def target_markers(ctx: Context) -> dict[str, str]:
+    """PEP 508 marker values of the target: a Linux x86_64 CPython of the candidate's Python."""
+    return {"python_version": ctx.python, "python_full_version": f"{ctx.python}.0", "sys_platform": "linux",
+            "platform_system": "Linux", "os_name": "posix", "platform_machine": "x86_64",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+
+
+def resolver_needs(row: PackageRelease, ctx: Context) -> dict[str, str]:
+    """A release's base requirements plus those of RESOLVER_EXTRAS whose markers hold for the target (several
+    ranges for one key are combined)."""
+    needs: dict[str, list[str]] = {}
+    environment = target_markers(ctx)
+    for source in (row.requires, *(row.extras.get(e, {}) for e in RESOLVER_EXTRAS)):
+        for key, value in source.items():
+            spec, marker = split_marker(value)
+            if marker_applies(marker, environment) is not False:
+                needs.setdefault(key, []).append(spec)
+    return {key: values[0] if len(values) == 1 else ",".join(values) for key, values in needs.items()}
+
+
 def choose(matrix: Matrix, name: str, outer: tuple[tuple[str, str], ...], ctx: Context) -> Choice | Refusal:
     """`outer`: (range, where it comes from) pairs that the chosen range must overlap."""
     specs = [SpecifierSet(spec) for spec, _ in outer if spec]
@@ -87,7 +112,8 @@ def choose(matrix: Matrix, name: str, outer: tuple[tuple[str, str], ...], ctx: C
     for row in rows:
         if specs and not overlaps(SpecifierSet(row.versions), *specs):
             continue
-        failures = {k: w for k, n in sorted(row.requires.items()) if (w := _need_fails(k, n, ctx))}
+        needs = resolver_needs(row, ctx)
+        failures = {k: w for k, n in sorted(needs.items()) if (w := _need_fails(k, n, ctx))}
         if failures:
             refusals.append((row, failures))
             continue
@@ -99,7 +125,7 @@ def choose(matrix: Matrix, name: str, outer: tuple[tuple[str, str], ...], ctx: C
             why += f"; within {origin}"
         if not row.confirmed:
             why += " [row not confirmed]"
-        return Choice(name, combine(row.versions, *specs), why, row.requires.get("torch", ""))
+        return Choice(name, combine(row.versions, *specs), why, needs.get("torch", ""))
     if not refusals:
         return Refusal(name, f"{name}: no release in the matrix is inside {origin}")
     common = set.intersection(*(set(f) for _, f in refusals))
