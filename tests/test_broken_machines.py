@@ -139,6 +139,13 @@ SCENARIOS = {
         lambda: dataclasses.replace(healthy_h100(), torch=Torch("2.5.1+cpu", None), runtime=None,
                                     python=python({**H100_STACK, "torch": "2.5.1+cpu"})),
         "EC504", "error", "torch_cpu_only"),
+    # A 535 driver (CUDA 12.2) under torch 2.5.1 cu124: runs only through minor-version compatibility.
+    "driver_535_torch_cu124": (
+        lambda: dataclasses.replace(healthy_h100(), nvidia=Nvidia(
+            "535.104.05", "12.2", "nvml", gpus("NVIDIA H100 80GB HBM3", "9.0", 8, 81559)),
+            cuda_toolkits=(), env={}, deepspeed=None,
+            python=python({k: v for k, v in H100_STACK.items() if k != "deepspeed"})),
+        "EC501", "warning", "driver_too_old"),
     # FlashAttention-2 installed on a T4 (Turing, 7.5).
     "flash_attn_on_t4": (
         lambda: machine(nvidia=Nvidia("550.54.15", "12.4", "nvml", gpus("Tesla T4", "7.5", 4, 15360)),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from envcheck.checks import check
-from envcheck.checks.facts import build_toolkit
+from envcheck.checks.facts import ArchList, build_toolkit, gpu_capabilities, runs_on
 from envcheck.checks.model import Evidence, Finding, Fix, Severity, Unevaluated
 from envcheck.checks.versions import major, major_minor
 from envcheck.matrix import Matrix
@@ -80,7 +80,9 @@ def _torch_fix(matrix: Matrix, snapshot: Snapshot) -> Fix | None:
     limit = nvidia.cuda_driver_version
     if row is None or not limit:
         return None
-    fitting = [c for c in row.cuda_variants if query.version(c) <= query.version(major_minor(limit))]  # type: ignore[operator]
+    ccs = [g.cc for g in gpu_capabilities(snapshot, matrix) if g.cc]
+    fitting = [c for c in row.cuda_variants if query.version(c) <= query.version(major_minor(limit))  # type: ignore[operator]
+               and _serves_gpus(matrix, row.version, c, ccs)]
     if not fitting:
         return None
     best = max(fitting, key=query.version)  # type: ignore[arg-type]
@@ -88,6 +90,15 @@ def _torch_fix(matrix: Matrix, snapshot: Snapshot) -> Fix | None:
     tag = "cu" + best.replace(".", "")
     return Fix(f"Or keep the driver and install torch {plain} built for CUDA {best}",
                (f'uv pip install "torch=={plain}" --torch-backend={tag}',))
+
+
+def _serves_gpus(matrix: Matrix, torch: str, cuda: str, ccs: list[str]) -> bool:
+    """Whether that torch build has kernels for every GPU (True when the matrix has no arch list for it)."""
+    build = query.torch_build(matrix, torch, cuda)
+    if build is None:
+        return True
+    arch = ArchList(build.arch_list, build.ptx, build.source)
+    return all(runs_on(arch, cc) == "sass" for cc in ccs)
 
 
 def _cap(severity: Severity, confirmed: bool) -> Severity:

@@ -17,20 +17,29 @@ BINARY_COMPAT_DOC = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index
 
 
 def _variant_fix(matrix: Matrix, snapshot: Snapshot, cc: str) -> Fix | None:
-    """The newest torch build in the matrix whose arch list runs this capability, as an install command."""
-    best = None
+    """The newest torch build in the matrix with kernels for this capability that this driver runs fully (else
+    through minor-version compatibility) and that supports this Python, as an install command."""
+    python = snapshot.python.version if snapshot.python else None
+    ranked = []
     for build in matrix.torch_builds:
-        if not build.confirmed:
+        if not build.confirmed or runs_on(ArchList(build.arch_list, build.ptx, build.source), cc) != "sass":
             continue
-        if runs_on(ArchList(build.arch_list, build.ptx, build.source), cc) == "sass":
-            key = (query.version(build.torch), query.version(build.cuda))
-            if best is None or key > best[0]:  # type: ignore[operator]
-                best = (key, build)
-    if best is None:
+        release = query.torch_release(matrix, build.torch)
+        if python and release is not None and query.satisfies(python, release.python) is False:
+            continue
+        driver = judge_driver(snapshot, matrix, build.cuda)
+        state = "unknown" if isinstance(driver, Unevaluated) else driver.state
+        if state == "too_old":
+            continue
+        preference = {"ok": 2, "unknown": 1, "minor_compat": 0}[state]
+        ranked.append(((preference, query.version(build.torch), query.version(build.cuda)), build, state))
+    if not ranked:
         return None
-    build = best[1]
-    return Fix(f"Install a torch build with kernels for compute capability {cc} (e.g. torch {build.torch} for CUDA "
-               f"{build.cuda}; check that the driver supports that CUDA)",
+    _key, build, state = max(ranked, key=lambda item: item[0])  # type: ignore[no-any-return]
+    caveat = {"ok": "which this driver supports", "unknown": "check that the driver supports that CUDA",
+              "minor_compat": "which this driver runs only through minor-version compatibility"}[state]
+    return Fix(f"Install a torch build with kernels for compute capability {cc} (torch {build.torch} for CUDA "
+               f"{build.cuda}, {caveat})",
                (f'uv pip install "torch=={build.torch}.*" --torch-backend=cu{build.cuda.replace(".", "")}',))
 
 
