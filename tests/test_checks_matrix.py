@@ -182,7 +182,8 @@ def test_no_unconfirmed_known_bad_entry_raises_above_info(monkeypatch) -> None: 
     from envcheck.checks import known_bad as check_module
     from envcheck.resolve import known_bad as resolve_module
 
-    unconfirmed = [dataclasses.replace(k, severity="fatal", covered_by=None) for k in MATRIX.known_bad if not k.confirmed]
+    unconfirmed = [dataclasses.replace(k, severity="fatal", covered_by=None)
+                   for k in MATRIX.known_bad if not k.confirmed]
     assert unconfirmed
     monkeypatch.setattr(check_module, "matches", lambda entry, snapshot, matrix: (True, [], []))
     monkeypatch.setattr(resolve_module, "_judge", lambda *args: resolve_module.HOLDS)

@@ -37,9 +37,11 @@ def test_kb036_is_unconfirmed_after_the_retraction() -> None:
 
 
 def test_triton_pins_of_the_x_y_0_torch_wheels_are_recorded() -> None:
-    """The rows keep the x.y.1 pin; the .0 wheels pin another triton (wheel metadata of torch 2.3.0/2.7.0/2.9.0)."""
-    for torch, cuda, patch1, patch0 in (("2.3.1", "12.1", "2.3.1", "2.3.0"), ("2.7.1", "12.6", "3.3.1", "3.3.0"),
-                                        ("2.9.1", "12.8", "3.5.1", "3.5.0")):
+    """The rows keep the x.y.1 pin; the .0 wheels pin another triton (wheel metadata of torch 2.3.0, 2.7.0, 2.9.0
+    and 2.12.0)."""
+    pins = (("2.3.1", "12.1", "2.3.1", "2.3.0"), ("2.7.1", "12.6", "3.3.1", "3.3.0"),
+            ("2.9.1", "12.8", "3.5.1", "3.5.0"), ("2.12.1", "13.0", "3.7.1", "3.7.0"))
+    for torch, cuda, patch1, patch0 in pins:
         build = query.torch_build(MATRIX, torch, cuda)
         assert build is not None and build.triton == patch1
         release0 = torch.rsplit(".", 1)[0] + ".0"
