@@ -62,6 +62,7 @@ def test_dockerfile_passes_hadolint(tmp_path: Path, flags: list[str], monkeypatc
     assert done.returncode == 0, done.stdout + done.stderr
     assert "USER 1000" in text and "--ipc=host" in text and text.rstrip().endswith("envcheck doctor --no-deep --fail-on error")
     assert "--require-hashes" in text and f"FROM {result.base_image_ref}" in text
+    assert "envcheck==" not in text and "COPY --chmod=0755 envcheck.pyz /usr/local/bin/envcheck" in text
 
 
 def test_existing_files_are_not_overwritten_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

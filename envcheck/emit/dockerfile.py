@@ -1,18 +1,20 @@
 """A Dockerfile for the stack: CUDA devel base at torch's CUDA, uv-managed Python, the hashed lock, a non-root
-user, the run flags training needs in a LABEL, and `envcheck doctor` as the last step so a broken image fails."""
+user, the run flags training needs in a LABEL, and `envcheck doctor` as the last step so a broken image fails.
+
+envcheck gets into the image as envcheck.pyz, the zipapp shipped beside the Dockerfile (envcheck/emit/zipapp.py),
+never from a package index by name; it runs with the venv's Python and the lock's `packaging`."""
 
 from __future__ import annotations
 
-from envcheck import __version__
 from envcheck.emit.header import header
+from envcheck.emit.zipapp import NAME as ZIPAPP
 from envcheck.resolve.solver import Resolution
 
 UV_IMAGE = "ghcr.io/astral-sh/uv:0.13.9"
 RUN_FLAGS = "--gpus all --ipc=host --ulimit memlock=-1 --ulimit stack=67108864"
 
 
-def render(result: Resolution, command: str, lock: str = "requirements.lock.txt",
-           envcheck_install: str = f"envcheck=={__version__}") -> str:
+def render(result: Resolution, command: str, lock: str = "requirements.lock.txt") -> str:
     if result.base_image_ref is None:
         raise ValueError(f"no CUDA {result.cuda} base image in the matrix")
     backend = "" if result.default_index else f" --torch-backend={result.torch_index}"
@@ -37,8 +39,10 @@ def render(result: Resolution, command: str, lock: str = "requirements.lock.txt"
         f"RUN uv venv --python {result.python} /opt/venv",
         f"COPY {lock} /tmp/requirements.lock.txt",
         f"RUN uv pip install --require-hashes --no-deps{backend} -r /tmp/requirements.lock.txt",
-        f'RUN uv pip install "{envcheck_install}" \\',
-        "    && useradd --create-home --uid 1000 trainer",
+        f"# envcheck: {ZIPAPP} beside this Dockerfile (written by `envcheck env`; for lockfiles/ by `python -m",
+        "# envcheck.emit.lockfiles --zipapp`), run by the venv's python3 with the lock's packaging.",
+        f"COPY --chmod=0755 {ZIPAPP} /usr/local/bin/envcheck",
+        "RUN useradd --create-home --uid 1000 trainer",
         "USER 1000",
         "WORKDIR /home/trainer",
         "# A broken stack (driver-independent checks: Python, packages, torch/DeepSpeed/CUDA pairing) fails the build.",

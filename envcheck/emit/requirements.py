@@ -36,6 +36,9 @@ class LockError(EnvcheckError):
 class LockOptions:
     exclude_newer: str  # "2026-11-29T00:00:00Z"
     uv: str  # path of the uv executable
+    # Distributions the lock must hold (envcheck.pyz's runtime needs); added to the input only when the stack
+    # does not already pull them in, so a lock that has them is the same with or without this.
+    also: tuple[str, ...] = ()
 
 
 def find_uv() -> str | None:
@@ -63,17 +66,12 @@ def uv_arguments(result: Resolution, options: LockOptions) -> list[str]:
     return args
 
 
-def input_text(result: Resolution) -> str:
-    return "".join(f"{line}\n" for line in pip_requirements(result))
-
-
-def render(result: Resolution, options: LockOptions, command: str) -> str:
-    """Run uv in a scratch directory (so no path of this machine leaks into the file) and add the header."""
-    args = uv_arguments(result, options)
+def _compile(options: LockOptions, args: list[str], lines: list[str]) -> str:
+    """uv's output for these input lines, run in a scratch directory (so no path of this machine leaks)."""
     env = {k: v for k, v in os.environ.items() if k not in UV_OWNED}  # index and cache settings stay the user's
     with tempfile.TemporaryDirectory(prefix="envcheck-lock-") as scratch:
         with open(os.path.join(scratch, INPUT_NAME), "w", encoding="utf-8") as handle:
-            handle.write(input_text(result))
+            handle.write("".join(f"{line}\n" for line in lines))
         try:
             done = subprocess.run([options.uv, *args], cwd=scratch, capture_output=True, text=True, env=env,
                                   timeout=900, check=False)
@@ -81,11 +79,37 @@ def render(result: Resolution, options: LockOptions, command: str) -> str:
             raise LockError(f"uv could not run: {error}") from None
     if done.returncode != 0:
         raise LockError(f"uv could not lock the stack (exit {done.returncode}): {_uv_reason(done.stderr)}")
-    body = re.sub(r"^#.*\n", "", done.stdout, count=0) if done.stdout.startswith("#") else done.stdout
-    resolver = f"uv {uv_version(options.uv)} " + " ".join(_quote(a) for a in args)
-    text = header(result, "hashed requirements lock (install: pip install --require-hashes --no-deps -r FILE)",
-                  command) + f"# Resolver: {resolver}\n# Input ({INPUT_NAME}): {', '.join(pip_requirements(result))}\n"
-    return text + body
+    return re.sub(r"^#.*\n", "", done.stdout, count=0) if done.stdout.startswith("#") else done.stdout
+
+
+def render(result: Resolution, options: LockOptions, command: str) -> str:
+    """Lock the stack with uv (again with `options.also` added when the first lock lacks any) and add the header."""
+    args = uv_arguments(result, options)
+    lines = pip_requirements(result)
+    body = _compile(options, args, lines)
+    missing = sorted(n for n in options.also if n.lower() not in blocks(body))
+    if missing:
+        lines = sorted(lines + missing)
+        body = _compile(options, args, lines)
+    return _header(result, options, command, lines, uv_version(options.uv)) + body
+
+
+def _header(result: Resolution, options: LockOptions, command: str, lines: list[str], version: str) -> str:
+    resolver = f"uv {version} " + " ".join(_quote(a) for a in uv_arguments(result, options))
+    return header(result, "hashed requirements lock (install: pip install --require-hashes --no-deps -r FILE)",
+                  command) + f"# Resolver: {resolver}\n# Input ({INPUT_NAME}): {', '.join(lines)}\n"
+
+
+def rehead(existing: str, result: Resolution, options: LockOptions, command: str, version: str) -> str:
+    """An existing lock under the header this envcheck and matrix write (offline: uv is not run, the pins stay).
+
+    Whether the pins are still what uv resolves today is the maintainer check's question, not this one's."""
+    head = re.match(r"(?:#.*\n)*", existing).group(0)  # type: ignore[union-attr]
+    body = existing[len(head):]
+    old_input = next((line.split(": ", 1)[1].split(", ") for line in head.splitlines()
+                      if line.startswith(f"# Input ({INPUT_NAME}): ")), [])
+    lines = sorted(pip_requirements(result) + [n for n in options.also if n in old_input])
+    return _header(result, options, command, lines, version) + body
 
 
 def _uv_reason(stderr: str) -> str:

@@ -22,7 +22,8 @@ def check_free(directory: str, names: list[str], force: bool) -> None:
                          f"({len(existing)} file(s) would be replaced)")
 
 
-def write(directory: str, files: dict[str, str]) -> list[str]:
+def write(directory: str, files: dict[str, str | bytes]) -> list[str]:
+    """Text files as UTF-8 with LF; bytes as they are (envcheck.pyz, made executable so it runs as a command)."""
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as error:
@@ -30,9 +31,15 @@ def write(directory: str, files: dict[str, str]) -> list[str]:
     written = []
     for name in sorted(files):
         path = os.path.join(directory, name)
+        content = files[name]
         try:
-            with open(path, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(files[name])
+            if isinstance(content, bytes):
+                with open(path, "wb") as handle:
+                    handle.write(content)
+                os.chmod(path, 0o755)
+            else:
+                with open(path, "w", encoding="utf-8", newline="\n") as handle:
+                    handle.write(content)
         except OSError as error:
             raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
         written.append(path)

@@ -47,21 +47,23 @@ def exclude_newer(args: argparse.Namespace, matrix_version: str) -> str:
 
 
 def names_for(fmt: str) -> list[str]:
+    from envcheck.emit import zipapp
     from envcheck.emit.conda_lock import VIRTUAL_NAME
 
     table = {"environment.yml": ["environment.yml"], "requirements": ["requirements.lock.txt"],
-             "conda-lock": ["environment.yml", VIRTUAL_NAME], "dockerfile": ["Dockerfile", "requirements.lock.txt"]}
+             "conda-lock": ["environment.yml", VIRTUAL_NAME],
+             "dockerfile": ["Dockerfile", "requirements.lock.txt", zipapp.NAME]}
     if fmt == "all":
         return sorted({n for names in table.values() for n in names})
     return table[fmt]
 
 
-def render_files(result, names: list[str], command: str, stamp: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    """name -> text for the requested files (the lock runs uv)."""
-    from envcheck.emit import conda_lock, dockerfile, environment_yml, requirements
+def render_files(result, names: list[str], command: str, stamp: str) -> dict[str, str | bytes]:  # type: ignore[no-untyped-def]
+    """name -> text (bytes for envcheck.pyz) for the requested files (the lock runs uv)."""
+    from envcheck.emit import conda_lock, dockerfile, environment_yml, requirements, zipapp
     from envcheck.errors import UsageError
 
-    files: dict[str, str] = {}
+    files: dict[str, str | bytes] = {}
     if "environment.yml" in names:
         files["environment.yml"] = environment_yml.render(result, command)
     if conda_lock.VIRTUAL_NAME in names:
@@ -71,13 +73,16 @@ def render_files(result, names: list[str], command: str, stamp: str) -> dict[str
         if uv is None:
             raise UsageError("uv is needed to write requirements.lock.txt (pip install uv)")
         try:
-            files["requirements.lock.txt"] = requirements.render(result, requirements.LockOptions(stamp, uv), command)
+            also = zipapp.runtime_requirements(result.python) if "Dockerfile" in names else ()
+            options = requirements.LockOptions(stamp, uv, also)
+            files["requirements.lock.txt"] = requirements.render(result, options, command)
         except requirements.LockError as error:
             raise UsageError(str(error)) from None
     if "Dockerfile" in names:
         if result.base_image_ref is None:
             raise UsageError(f"no CUDA {result.cuda} base image in the matrix: cannot write a Dockerfile")
         files["Dockerfile"] = dockerfile.render(result, command)
+        files[zipapp.NAME] = zipapp.build()
     return files
 
 
