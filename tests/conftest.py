@@ -1,4 +1,9 @@
-"""Shared fixtures: throwaway Python environments with chosen distributions, and snapshot helpers."""
+"""Shared fixtures: throwaway Python environments with chosen distributions, snapshot helpers, and the network gate.
+
+The default run is hermetic: a test that needs the package index is marked `network` and skips, with the reason,
+when one probe per session (uv, else pip, with a short timeout) cannot reach the index its configuration names.
+Tests that ask whether a committed file is still what the index gives today are marked `maintainer` and are
+deselected by default (pyproject addopts); a run that collects no test at all fails instead of exiting 5."""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +22,66 @@ import pytest
 ASSETS = Path(__file__).parent / "assets"
 REPO = Path(__file__).parent.parent
 SCHEMA_PATH = REPO / "envcheck" / "schema" / "snapshot.schema.json"
+PROBE_TIMEOUT_S = 20
+_reachability: list[str | None] = []  # filled once per session: None = reachable, else why not
+
+
+def pip_env() -> dict[str, str]:
+    """pip without this machine's own config (constraints, extra local indexes): the index alone decides."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") or k in ("PIP_INDEX_URL", "PIP_CERT")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    return env
+
+
+def _probe_index() -> str | None:
+    """None when the package index answers a metadata query for one small distribution, else the reason."""
+    from envcheck.emit.requirements import find_uv
+
+    uv = find_uv()
+    with tempfile.TemporaryDirectory() as scratch:
+        if uv is not None:
+            tool, stdin = "uv", "six\n"
+            command = [uv, "pip", "compile", "-", "--quiet", "--no-header", "--no-cache"]
+            env = {**os.environ, "UV_HTTP_TIMEOUT": str(PROBE_TIMEOUT_S // 2)}
+        else:
+            tool, stdin, env = "pip", None, pip_env()
+            command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir", "--retries", "0",
+                       "--timeout", str(PROBE_TIMEOUT_S // 2), "-d", scratch, "six"]
+        try:
+            done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env, cwd=scratch,
+                                  timeout=PROBE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"{tool} could not query it: {error}"
+    if done.returncode == 0:
+        return None
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    return f"{tool} exit {done.returncode}: {(lines[-1] if lines else 'no message')[:200]}"
+
+
+def index_unreachable() -> str | None:
+    """Why the package index cannot be reached (probed once per session), or None when it can."""
+    if not _reachability:
+        _reachability.append(_probe_index())
+    return _reachability[0]
+
+
+def require_index() -> None:
+    """Skip the calling test when the package index is unreachable."""
+    reason = index_unreachable()
+    if reason is not None:
+        pytest.skip(f"needs the package index, which is unreachable ({reason})")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("network") is not None:
+        require_index()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.config.get_terminal_writer().line("no tests were collected or selected: failing, not exiting 5",
+                                                  red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -4,8 +4,9 @@
 - predicted weight + gradient + optimizer bytes (fp32, no ZeRO) equal what torch allocated after one AdamW step,
   for a full fine-tune and for LoRA on all linear layers;
 - every DeepSpeed config the planner writes loads with DeepSpeed's own DeepSpeedConfig.
-The venv is built once and cached under ~/.cache/envcheck-tests (outside the repository, so `pytest
---cache-clear` in a concurrent run cannot break it); the tests skip if it cannot be built.
+The venv is built once from pinned releases and cached under ~/.cache/envcheck-tests (outside the repository, so
+`pytest --cache-clear` in a concurrent run cannot break it; a change of pins rebuilds it). Building it needs the
+package index: without one (and without a cached venv) the tests skip with the reason, as where it cannot be built.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require_index
 
 from envcheck import cli
 from envcheck.plan.gpu import gpu_memory
@@ -26,6 +28,9 @@ from envcheck.plan.setup import Setup
 pytestmark = pytest.mark.slow
 PROBE = Path(__file__).parent / "assets" / "plan" / "torch_probe.py"
 TORCH = "torch==2.13.0"  # a CPU wheel; a newer unpinned torch may pull a multi-GB CUDA build
+# Pinned, so the venv (and what these tests measure) does not change with what the index serves today.
+STEPS = ((TORCH,), ("peft==0.21.2", "transformers==5.24.0"), ("setuptools==84.2.1", "wheel==0.48.0"),
+         ("--no-build-isolation", "deepspeed==0.19.8"))
 
 _BASE = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
          "num_key_value_heads": 2, "vocab_size": 500, "max_position_embeddings": 128}
@@ -60,23 +65,22 @@ def probe_python(request: pytest.FixtureRequest) -> Path:
     root = cache / "envcheck-tests" / f"plan-venv-py{sys.version_info[0]}{sys.version_info[1]}"
     python = root / "bin" / "python"
     ready = root / "envcheck-ready"
-    if ready.exists() and (root / "pyvenv.cfg").exists():
+    pins = json.dumps(STEPS) + "\n"
+    if ready.exists() and ready.read_text() == pins and (root / "pyvenv.cfg").exists():
         check = subprocess.run([str(python), "-c", "import torch, peft, deepspeed"], capture_output=True, timeout=120)
         if check.returncode == 0:
             return python
+    require_index()
     root.parent.mkdir(parents=True, exist_ok=True)
     try:
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True, capture_output=True, timeout=120)
-        for step in ((TORCH,), ("peft",), ("setuptools", "wheel")):
+        for step in STEPS:
             result = _pip(python, *step)
             if result.returncode:
                 pytest.skip(f"cannot install {' '.join(step)} into a test venv: {result.stderr.strip()[-300:]}")
-        result = _pip(python, "--no-build-isolation", "deepspeed")
-        if result.returncode:
-            pytest.skip(f"cannot install deepspeed into a test venv: {result.stderr.strip()[-300:]}")
     except (OSError, subprocess.SubprocessError) as error:
         pytest.skip(f"cannot build a test venv: {error}")
-    ready.write_text("ok\n")
+    ready.write_text(pins)
     return python
 
 
