@@ -11,7 +11,7 @@ from envcheck.checks.model import Evidence, Finding, Fix, Severity, Unevaluated
 from envcheck.checks.versions import major, major_minor
 from envcheck.matrix import Matrix
 from envcheck.matrix import query
-from envcheck.snapshot import Snapshot
+from envcheck.snapshot import CudaHome, Snapshot
 
 
 @check("EC401", "EC402")
@@ -155,6 +155,17 @@ def no_toolkit_for_deepspeed_jit(snapshot: Snapshot, matrix: Matrix) -> Iterator
         (DS_BUILDER,))
 
 
+def _real_toolkit(snapshot: Snapshot, probed: CudaHome) -> str | None:
+    """Where the home's nvcc really lives: its link target, else another listed toolkit of the same nvcc release
+    (a wrapper script's target cannot be read)."""
+    others = [k for k in snapshot.cuda_toolkits if os.path.normpath(k.path) != probed.path]
+    if probed.toolkit and os.path.normpath(probed.toolkit) != probed.path:
+        return probed.toolkit
+    mine = next((k for k in snapshot.cuda_toolkits if os.path.normpath(k.path) == probed.path), None)
+    same = [k.path for k in others if mine is not None and mine.nvcc_version and k.nvcc_version == mine.nvcc_version]
+    return same[0] if same else None
+
+
 @check("EC516")
 def cuda_home_unusable_for_builds(snapshot: Snapshot, _matrix: object) -> Iterator[Finding]:
     """A CUDA home with nvcc but no headers or libraries: a wrapper or symlinked nvcc on PATH (torch takes the
@@ -164,8 +175,7 @@ def cuda_home_unusable_for_builds(snapshot: Snapshot, _matrix: object) -> Iterat
         return
     missing = [what for what, ok in (("include/cuda_runtime.h", probed.headers), ("lib64/libcudart.so", probed.libraries))
                if ok is False]
-    real = next((k.path for k in snapshot.cuda_toolkits if probed.toolkit and os.path.normpath(k.path) ==
-                 os.path.normpath(probed.toolkit) and os.path.normpath(k.path) != probed.path), None)
+    real = _real_toolkit(snapshot, probed)
     how = {"PATH": f"two levels above the nvcc on PATH ({probed.path}/bin/nvcc)",
            "/usr/local/cuda": "torch's fallback /usr/local/cuda"}.get(probed.via, f"{probed.via}={probed.path}")
     severe = _jit_only_deepspeed_on_gpus(snapshot)

@@ -12,9 +12,9 @@ def machine_lines(snapshot: Snapshot) -> list[tuple[str, str]]:
     host = snapshot.host
     if host is not None:
         swap = "no swap" if host.swap_total_bytes == 0 else f"swap {human_bytes(host.swap_total_bytes)}"
-        parts = [host.os or "unknown OS", f"kernel {host.kernel}", host.arch or "?", f"glibc {host.glibc}",
-                 f"{host.cpu_count} CPUs", f"RAM {human_bytes(host.mem_total_bytes)} ({swap})",
-                 f"/dev/shm {human_bytes(host.shm_bytes)}"]
+        parts = [host.os or "unknown OS", f"kernel {host.kernel or '?'}", host.arch or "?", f"glibc {host.glibc or '?'}",
+                 f"{host.cpu_count if host.cpu_count is not None else '?'} CPUs",
+                 f"RAM {human_bytes(host.mem_total_bytes)} ({swap})", f"/dev/shm {human_bytes(host.shm_bytes)}"]
         if host.cgroup_mem_limit_bytes is not None:
             parts.append(f"cgroup limit {human_bytes(host.cgroup_mem_limit_bytes)}")
         if host.container:
@@ -33,8 +33,13 @@ def machine_lines(snapshot: Snapshot) -> list[tuple[str, str]]:
                                              f"{memory}{mig})"))
     if snapshot.cuda_toolkits:
         for kit in snapshot.cuda_toolkits:
-            where = ", ".join(kit.found_via) + (", first on PATH" if kit.first_on_path else "")
-            lines.append(("nvcc", f"{kit.nvcc_version or '?'} at {kit.nvcc_path or kit.path} ({where})"))
+            where = ", ".join(kit.found_via or (("PATH",) if kit.on_path else ())) + (", first on PATH" if kit.first_on_path else "")
+            lines.append(("nvcc", f"{kit.nvcc_version or '?'} at {kit.nvcc_path or kit.path}" + (f" ({where})" if where else "")))
+    home = snapshot.cuda_home
+    if home is not None and home.path:
+        lacks = [what for what, ok in (("headers", home.headers), ("libraries", home.libraries)) if ok is False]
+        lines.append(("cuda home", f"{home.path} (via {home.via}, for extension builds)"
+                      + (f": no {' or '.join(lacks)}" if lacks else "")))
     else:
         lines.append(("nvcc", "none found"))
     py = snapshot.python
