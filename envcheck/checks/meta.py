@@ -14,5 +14,5 @@ def matrix_unusable(problem: str) -> Finding:
         detail=problem,
         evidence=(Evidence("matrix", problem),),
         fixes=(Fix("Reinstall envcheck, or point it at a valid matrix",
-                   ("pip install --force-reinstall envcheck", "envcheck doctor --matrix DIR")),),
+                   ("pip install --force-reinstall <the envcheck-llm wheel or source directory>", "envcheck doctor --matrix DIR")),),
     )
