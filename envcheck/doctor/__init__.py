@@ -1,0 +1,1 @@
+"""`envcheck doctor`: probe (or read a snapshot), judge it against the matrix, report."""
