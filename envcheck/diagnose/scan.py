@@ -32,7 +32,7 @@ _SAMPLE = 1024 * 1024  # lines after a traceback header searched for its excepti
 # of each log only (where a run starts and where its death is reported): anchors as common as "pid" in the
 # prefilter would halve the scan's speed on step logs.
 RECENT = 256 * 1024
-_PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\bprocess\s+)(\d{2,9})(?!\d)"
+_PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})(?!\d)"
                    rb"|:\s+(\d{2,9})\s+(?:Killed|Segmentation fault|Bus error|Aborted)\b")
 MAX_PIDS = 512
 
