@@ -37,9 +37,26 @@ def _cuda_of(backend: str | None) -> str | None:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
+def _changes(snapshot: Snapshot, fix: Fix) -> list[tuple[str, str, str | None, str]]:
+    """The pins that change something a snapshot records: another version, another torch build, or DeepSpeed's
+    ops rebuilt against the installed torch. A same-version rebuild from source (flash-attn) leaves no trace in
+    a snapshot, so it is no version change here."""
+    installed = snapshot.python.packages if snapshot.python else {}
+    changed = []
+    for name, version, backend, command in pins(fix):
+        same = installed.get(name, "").split("+")[0] == version
+        if not same or name == "deepspeed" or (name == "torch" and backend is not None):
+            changed.append((name, version, backend, command))
+    return changed
+
+
+def changes_versions(snapshot: Snapshot, fix: Fix) -> bool:
+    return bool(_changes(snapshot, fix))
+
+
 def apply(snapshot: Snapshot, fix: Fix) -> Snapshot | None:
     """The snapshot after the fix, or None when the fix changes no version."""
-    changes = pins(fix)
+    changes = _changes(snapshot, fix)
     if not changes:
         return None
     python = snapshot.python

@@ -55,7 +55,8 @@ def test_deepspeed_jit_ops_without_any_toolkit() -> None:
     """A runtime image: DeepSpeed with no pre-built ops, torch with CUDA, GPUs, and no nvcc anywhere."""
     snap = dataclasses.replace(healthy_h100(), cuda_toolkits=(), env={})
     (finding,) = findings(snap, "EC515")
-    assert finding.severity == Severity.ERROR and finding.category == "deepspeed_build_failure"
+    # a warning, not an error: pip-only installs look like this, and the Trainer's own optimizer needs no build
+    assert finding.severity == Severity.WARNING and finding.category == "deepspeed_build_failure"
 
 
 def test_versioned_toolkit_outside_torchs_search_is_not_the_build_toolkit() -> None:

@@ -144,7 +144,8 @@ def test_a_wrapper_nvcc_on_path_gives_a_cuda_home_without_headers(wrapper_machin
     assert snapshot.cuda_home is not None and snapshot.cuda_home.path == str(prefix)
     assert (snapshot.cuda_home.via, snapshot.cuda_home.nvcc, snapshot.cuda_home.headers) == ("PATH", True, False)
     ec516 = [f for f in run_checks(snapshot, MATRIX) if f.id == "EC516"]
-    assert len(ec516) == 1 and ec516[0].severity.label == "error"  # DeepSpeed here is JIT-only, on GPUs
+    assert len(ec516) == 1 and ec516[0].severity.label == "warning"
+    assert "DeepSpeed here has no pre-built ops" in ec516[0].detail
     assert str(prefix) in ec516[0].title and "include/cuda_runtime.h" in ec516[0].title
     # the fix it proposes, applied, clears it and raises nothing new at error or above
     fixed = _probed({**environ, "CUDA_HOME": str(real)})

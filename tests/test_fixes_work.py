@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ASSETS
-from fixapply import apply, pins
+from fixapply import apply, changes_versions, pins
 from test_broken_machines import SCENARIOS, healthy_h100
 
 from envcheck.checks import run_checks
@@ -45,7 +45,7 @@ def _cases() -> list[tuple[str, int, int]]:
     for name, snapshot in sorted(SNAPSHOTS.items()):
         for i, finding in enumerate(run_checks(snapshot, MATRIX)):
             for j, fix in enumerate(finding.fixes):
-                if pins(fix):
+                if changes_versions(snapshot, fix):
                     cases.append((name, i, j))
     return cases
 

@@ -142,10 +142,12 @@ def no_toolkit_for_deepspeed_jit(snapshot: Snapshot, matrix: Matrix) -> Iterator
         return  # a home was found (EC402 and EC516 judge it), or the snapshot cannot tell that none exists
     prebuilt = ", ".join(ds.installed_ops) or "none"
     yield Finding(
-        "EC515", Severity.WARNING if ds.installed_ops else Severity.ERROR, "deepspeed_build_failure",
+        "EC515", Severity.INFO if ds.installed_ops else Severity.WARNING, "deepspeed_build_failure",
         "no CUDA toolkit for DeepSpeed's just-in-time op builds (no CUDA_HOME, no nvcc on PATH, no /usr/local/cuda)",
-        "The first op DeepSpeed builds (fused_adam for its default optimizer, cpu_adam for offload) fails with "
-        "\"CUDA_HOME does not exist, unable to compile CUDA op(s)\". Pre-built ops: " + prebuilt + ".",
+        "A pip-only install is usually like this, and runs whose optimizer is the Hugging Face Trainer's own need "
+        "no build. A run that needs one of DeepSpeed's ops (cpu_adam for ZeRO-Offload, FusedAdam when the "
+        "DeepSpeed config names its optimizer) compiles it at first use and fails with \"CUDA_HOME does not "
+        "exist, unable to compile CUDA op(s)\". Pre-built ops: " + prebuilt + ".",
         (Evidence("cuda_toolkits", "none usable by torch.utils.cpp_extension"),
          Evidence("deepspeed.installed_ops", prebuilt)),
         (Fix(f"Install a CUDA {major_minor(torch.cuda)} toolkit (nvcc) and point CUDA_HOME at it",
@@ -178,16 +180,16 @@ def cuda_home_unusable_for_builds(snapshot: Snapshot, _matrix: object) -> Iterat
     real = _real_toolkit(snapshot, probed)
     how = {"PATH": f"two levels above the nvcc on PATH ({probed.path}/bin/nvcc)",
            "/usr/local/cuda": "torch's fallback /usr/local/cuda"}.get(probed.via, f"{probed.via}={probed.path}")
-    severe = _jit_only_deepspeed_on_gpus(snapshot)
+    jit_only = _jit_only_deepspeed_on_gpus(snapshot)
     commands = ((f"export CUDA_HOME={real}",) if real else ("export CUDA_HOME=/usr/local/cuda-X.Y  # a full toolkit",))
     yield Finding(
-        "EC516", Severity.ERROR if severe else Severity.WARNING,
+        "EC516", Severity.WARNING,
         "deepspeed_build_failure" if snapshot.deepspeed is not None else "cuda_toolkit_mismatch",
         f"the CUDA home extension builds would use ({probed.path}) has no {' and no '.join(missing)}",
         f"torch.utils.cpp_extension takes its CUDA home from {how}; it includes <home>/include and links "
         "<home>/lib64, so DeepSpeed JIT ops, flash-attn and other source builds fail (\"cuda_runtime.h: No such file "
         "or directory\" or \"cannot find -lcudart\")."
-        + (" DeepSpeed here has no pre-built ops, so its first op build fails." if severe else ""),
+        + (" DeepSpeed here has no pre-built ops, so the first op it builds fails." if jit_only else ""),
         (Evidence("cuda_home.path", probed.path, "a toolkit root with include/ and lib64/", probed.via),
          *(Evidence(f"cuda_home: {what}", "missing", "present") for what in missing),
          *((Evidence("cuda_home.toolkit", real, None, "where bin/nvcc really lives"),) if real else ())),
