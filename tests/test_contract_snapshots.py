@@ -159,3 +159,44 @@ def test_a_real_toolkit_on_path_is_a_usable_cuda_home(wrapper_machine: tuple[Pat
     assert snapshot.cuda_home is not None and (snapshot.cuda_home.headers, snapshot.cuda_home.libraries) == (True, True)
     assert not [f for f in run_checks(snapshot, MATRIX) if f.id in ("EC515", "EC516", "EC402")]
     assert os.path.realpath(snapshot.cuda_toolkits[0].path) == os.path.realpath(real)
+
+
+# The key paths CONTRACT.md names ("Snapshot JSON (schema_version 1)"); everything else is the probe's refinement.
+CONTRACT_KEYS = {
+    "host": {"os", "kernel", "arch", "glibc", "mem_total_bytes", "mem_available_bytes", "swap_total_bytes",
+             "shm_bytes", "cgroup_mem_limit_bytes", "container"},
+    "nvidia": {"driver_version", "cuda_driver_version", "source", "gpus"},
+    "gpus": {"index", "name", "compute_capability", "memory_total_bytes", "uuid_hash"},
+    "cuda_toolkits": {"path", "nvcc_version", "on_path"},
+    "python": {"version", "executable", "prefix", "kind", "packages"},
+    "torch": {"version", "cuda", "hip", "git_version"},
+    "deepspeed": {"version", "compiled_torch", "compiled_cuda", "installed_ops", "accelerator"},
+    "libraries": {"name", "version", "path", "origin"},
+}
+TOP = {"schema_version", "envcheck_version", "captured_at", "host", "nvidia", "cuda_toolkits", "python", "torch",
+       "deepspeed", "libraries", "env", "runtime", "skipped"}
+
+
+def contract_only(data: dict) -> dict:
+    """The snapshot with every field CONTRACT.md does not name removed."""
+    out = {key: value for key, value in data.items() if key in TOP}
+    for section in ("host", "nvidia", "python", "torch", "deepspeed"):
+        if isinstance(out.get(section), dict):
+            out[section] = {k: v for k, v in out[section].items() if k in CONTRACT_KEYS[section]}
+    if isinstance(out.get("nvidia"), dict):
+        out["nvidia"]["gpus"] = [{k: v for k, v in g.items() if k in CONTRACT_KEYS["gpus"]}
+                                 for g in out["nvidia"].get("gpus", [])]
+    for section in ("cuda_toolkits", "libraries"):
+        if isinstance(out.get(section), list):
+            out[section] = [{k: v for k, v in item.items() if k in CONTRACT_KEYS[section]} for item in out[section]]
+    return out
+
+
+HEALTHY = sorted((ASSETS / "healthy").glob("*.json")) + [H100]
+
+
+@pytest.mark.parametrize("path", HEALTHY, ids=[p.stem for p in HEALTHY])
+def test_healthy_stacks_stay_healthy_with_only_contract_fields(path: Path) -> None:
+    data = contract_only(json.loads(path.read_text()))
+    assert_valid_snapshot(data)
+    assert severe(Snapshot.from_dict(data)) == []
