@@ -71,7 +71,7 @@ def test_emit_ds_config_never_overwrites_without_force(capsys, tmp_path):
     (["7B", "--gpu-mem", "80", "--zero", "2", "--offload", "all"], "needs ZeRO-3"),
     (["7B", "--gpu-mem", "80", "--zero", "0", "--offload", "optimizer"], "needs ZeRO 1, 2 or 3"),
     (["7B", "--gpu", "A100"], "40, 80 GiB"),
-    (["7B", "--gpu", "Voodoo 5"], "not a GPU in the matrix"),
+    (["7B", "--gpu", "Voodoo 5"], "is not a GPU the matrix knows"),
     (["7B", "--gpu-mem", "-1"], "positive"),
     (["nonsense", "--gpu-mem", "80"], "neither a parameter count"),
     (["7B", "--gpu-mem", "80", "--lora-targets", "w_nothing"], "matches no linear layer"),

@@ -85,6 +85,8 @@ class GpuModel:
     memory_gib: tuple[int, ...] = ()
     confirmed: bool = True
     note: str | None = None
+    # form factor word of a name ("pcie", "sxm", "nvl") -> its memory in GiB, where that settles the variant
+    memory_by_form: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

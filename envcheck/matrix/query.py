@@ -75,11 +75,20 @@ def torch_build(matrix: Matrix, torch_version: str | None, cuda: str | None) -> 
 
 
 def gpu_model(matrix: Matrix, name: str | None) -> GpuModel | None:
-    """The first row whose match substring is in the (lower-cased) name: rows are ordered most specific first."""
+    """The first row whose match substring is in the (lower-cased) name, as NVML reports it (rows are ordered
+    most specific first); else what the shared name reader makes of a typed name; None when unknown."""
     if not name:
         return None
     lowered = name.lower()
-    return next((row for row in matrix.gpus if any(m in lowered for m in row.match)), None)
+    found = next((row for row in matrix.gpus if any(m in lowered for m in row.match)), None)
+    if found is not None:
+        return found
+    from envcheck.matrix.gpu_names import GpuNameError, resolve_gpu_name
+
+    try:
+        return resolve_gpu_name(matrix, name, loose=False).model
+    except GpuNameError:
+        return None
 
 
 def deepspeed_minor_ok(matrix: Matrix, deepspeed_version: str | None, cuda_major: int) -> DeepSpeedCudaMinorOk | None:

@@ -6,7 +6,6 @@ from a snapshot of this machine. A GPU verdict needs a GPU size: without one we 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,29 +27,22 @@ class Hardware:
                 "host_source": self.host_source}
 
 
-def _squash(text: str) -> str:
-    """`RTX-4090`, `rtx 4090 ` and `NVIDIA RTX 4090` compare equal."""
-    text = text.lower().removeprefix("nvidia")
-    return re.sub(r"[\s_-]+", "", text)
-
-
 def gpu_from_matrix(name: str) -> tuple[int, str]:
-    """Memory of a GPU named like `H100`, `A100-40GB` or `RTX 4090`; a size in the name picks among variants."""
+    """Memory of a GPU named like `H100`, `A100-40GB`, `4090` or nvidia-smi's name; a size in the name picks
+    among a row's variants (the shared name reader, envcheck.matrix.gpu_names)."""
     from envcheck.matrix import load_matrix
-    from envcheck.matrix.query import gpu_model
+    from envcheck.matrix.gpu_names import GpuNameError, resolve_gpu_name
 
-    matrix = load_matrix()
-    wanted_name = _squash(re.sub(r"\d+\s*GI?B?\b", "", name, flags=re.IGNORECASE))
-    row = next((r for r in matrix.gpus if _squash(r.name) == wanted_name), None)
-    row = row or gpu_model(matrix, name) or gpu_model(matrix, f"NVIDIA {name}")
-    if row is None or not row.memory_gib:
-        known = "a GPU in the matrix (see 'envcheck matrix show')" if row is None else f"{row.name} (no memory size)"
-        raise UsageError(f"--gpu {name!r}: not {known}; give --gpu-mem GIB instead")
+    try:
+        found = resolve_gpu_name(load_matrix(), name)
+    except GpuNameError as error:
+        raise UsageError(f"--gpu: {error}; or give --gpu-mem GIB instead") from None
+    row = found.model
+    if not row.memory_gib:
+        raise UsageError(f"--gpu {name!r}: the matrix has no memory size for {row.name}; give --gpu-mem GIB instead")
     sizes = row.memory_gib
-    wanted = [int(n) for n in re.findall(r"(\d+)\s*G", name, flags=re.IGNORECASE)]
-    chosen = [size for size in sizes if size in wanted]
-    if chosen:
-        size = chosen[0]
+    if found.memory_gib in sizes:
+        size = found.memory_gib
     elif len(sizes) == 1:
         size = sizes[0]
     else:

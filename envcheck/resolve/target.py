@@ -17,6 +17,7 @@ from envcheck.checks.versions import major_minor
 from envcheck.errors import UsageError
 from envcheck.matrix import Matrix
 from envcheck.matrix import query
+from envcheck.matrix.gpu_names import GpuNameError, resolve_gpu_name
 from envcheck.snapshot import Gpu, Host, Nvidia, PythonEnv, Snapshot
 
 # Packages whose names users type in other spellings.
@@ -90,11 +91,10 @@ def parse_for(text: str) -> str:
 
 
 def _gpu(matrix: Matrix, name: str) -> GpuTarget:
-    model = query.gpu_model(matrix, name) or query.gpu_model(matrix, f"nvidia {name}") or query.gpu_model(
-        matrix, f"tesla {name}")
-    if model is None:
-        known = ", ".join(sorted(g.name for g in matrix.gpus))
-        raise UsageError(f"--gpu {name}: not a GPU the matrix knows ({known}); give --compute-capability X.Y instead")
+    try:
+        model = resolve_gpu_name(matrix, name).model
+    except GpuNameError as error:
+        raise UsageError(f"--gpu: {error}; or give --compute-capability X.Y instead") from None
     return GpuTarget(model.name, model.compute_capability)
 
 
