@@ -5,6 +5,7 @@ No probe raises: each returns data plus Skipped records, so the snapshot always 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import sys
@@ -40,6 +41,7 @@ def capture(
     import_timeout: float = IMPORT_TIMEOUT_S,
     environ: dict[str, str] | None = None,
     started_python: proc.Running | proc.ProcResult | None = None,
+    examined_because: str | None = None,
 ) -> Snapshot:
     """Probe this machine (and `python`'s environment). `deep=None` imports in children only when a GPU is present.
 
@@ -83,7 +85,8 @@ def capture(
         cuda_toolkits=tuple(toolkits),
         cuda_home=cuda_home,
         libraries=tuple(libraries),
-        python=python_found.env,
+        python=(dataclasses.replace(python_found.env, examined_because=examined_because)
+                if python_found.env is not None and examined_because else python_found.env),
         torch=python_found.torch,
         deepspeed=python_found.deepspeed,
         env=select_env(environ),

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import errno
-from concurrent.futures import ThreadPoolExecutor
 import os
 import sys
 import tempfile
@@ -29,67 +28,25 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _prefixes(text: str) -> tuple[str, ...]:
-    items = tuple(part.strip().upper() for part in text.split(",") if part.strip())
-    for item in items:
-        if not item.startswith("EC") or not item[2:].isdigit() and item != "EC":
-            raise argparse.ArgumentTypeError(f"{item!r} is not a finding id prefix such as EC3 or EC301")
-    return items
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 seconds")
-    return value
-
-
-def _add_probe_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--python", metavar="PATH", help="probe this interpreter's environment (a venv or conda "
-                                                         "env's python) instead of envcheck's own")
-    deep = parser.add_mutually_exclusive_group()
-    deep.add_argument("--deep", dest="deep", action="store_true", default=None,
-                      help="import torch and compiled extensions in child processes (default: when a GPU is present)")
-    deep.add_argument("--no-deep", dest="deep", action="store_false", help="never import anything")
-    parser.add_argument("--import-timeout", type=_positive_seconds, default=60.0, metavar="SECONDS",
-                        help="time limit for each child import (default 60)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="envcheck", description="Find and explain the environment problems that kill GPU "
                                                   "fine-tuning runs.")
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    probe = commands.add_parser("probe", help="capture a snapshot of this machine as JSON")
-    _add_probe_options(probe)
-    probe.add_argument("-o", "--output", metavar="FILE", help="write the snapshot to FILE instead of stdout")
-    probe.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    probe.add_argument("--json", action="store_true", help="accepted for symmetry: the snapshot is always JSON")
-
-    doctor = commands.add_parser("doctor", help="probe (or read a snapshot), check, and report")
-    _add_probe_options(doctor)
-    doctor.add_argument("--snapshot", metavar="FILE", help="judge this snapshot instead of probing")
-    doctor.add_argument("--fail-on", default="error", choices=("info", "warning", "error", "fatal"),
-                        help="exit 1 when a finding is at or above this severity (default: error)")
-    doctor.add_argument("--select", type=_prefixes, default=(), metavar="PREFIXES",
-                        help="only findings whose id starts with one of these (comma-separated, e.g. EC3,EC101)")
-    doctor.add_argument("--ignore", type=_prefixes, default=(), metavar="PREFIXES",
-                        help="drop findings whose id starts with one of these")
-    output = doctor.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
-    output.add_argument("--format", choices=("text", "json", "markdown"), default=None, help="report format")
-    doctor.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR instead of the bundled one")
-    doctor.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                        help="colour the text report (default: only on a terminal)")
-    matrix = commands.add_parser("matrix", help="validate or show the compatibility matrix")
+    for module in _plugin_modules()[:2]:  # probe and doctor first, as users meet them
+        module.add_parser(commands)
+    matrix = commands.add_parser("matrix", help="validate or show the compatibility matrix",
+                                 description="Check and show envcheck's compatibility matrix (compat_matrix/, every "
+                                             "row with its source; keys in compat_matrix/SCHEMA.md).",
+                                 epilog="examples:\n  envcheck matrix validate\n  envcheck matrix show --json\n\n"
+                                        "exit codes:\n  0  valid (validate) or shown (show)\n  1  the matrix has "
+                                        "problems (validate)\n  2  bad flags or an unusable --matrix\n  3  internal error",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     matrix.add_argument("action", choices=("validate", "show"))
     matrix.add_argument("--matrix", metavar="DIR", help="a matrix directory instead of the bundled one")
     matrix.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    for module in _plugin_modules():
+    for module in _plugin_modules()[2:]:
         module.add_parser(commands)
     return parser
 
@@ -97,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Commands that live in their own package keep their CLI layer beside them: a module with
 # `NAME`, `add_parser(subparsers)` (cheap: argparse only) and `run(args) -> int` (imports the heavy parts).
 PLUGIN_COMMANDS: tuple[str, ...] = (
-    "envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli", "envcheck.resolve.env_cli",
+    "envcheck.probes.cli", "envcheck.doctor.cli", "envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli", "envcheck.resolve.env_cli",
 )
 
 
@@ -114,103 +71,6 @@ def _plugin_modules() -> list:  # type: ignore[type-arg]
         if present:
             found.append(importlib.import_module(name))
     return found
-
-
-def _progress(message: str) -> None:
-    if sys.stderr.isatty():
-        print(f"envcheck: {message}...", file=sys.stderr, flush=True)
-
-
-def _check_python(path: str | None) -> None:
-    if path is None:
-        return
-    if not os.path.exists(path):
-        raise UsageError(f"--python {path}: no such file")
-    if os.path.isdir(path):
-        raise UsageError(f"--python {path}: is a directory; give the interpreter, e.g. {path.rstrip('/')}/bin/python")
-    if not os.access(path, os.X_OK):
-        raise UsageError(f"--python {path}: not executable")
-
-
-def _start_python_probe(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """Start the interpreter probe before envcheck imports the rest of itself: the two then overlap."""
-    from envcheck.probes.pyenv_start import start_python_probe
-
-    _check_python(args.python)
-    return start_python_probe(args.python)
-
-
-def _capture(args: argparse.Namespace, started=None):  # type: ignore[no-untyped-def]
-    from envcheck.capture import capture
-
-    if started is None:
-        started = _start_python_probe(args)
-    snapshot = capture(python=args.python, deep=args.deep, progress=_progress, import_timeout=args.import_timeout,
-                       started_python=started)
-    if args.python and snapshot.python is None:  # the user named this interpreter: not being one is bad input
-        raise UsageError(f"--python {args.python}: not a usable Python interpreter "
-                         f"({snapshot.skipped_reason('python') or 'no answer'})")
-    return snapshot
-
-
-def cmd_probe(args: argparse.Namespace) -> int:
-    from envcheck.formats.jsonfmt import dumps
-
-    if args.output is not None and not args.output.strip():
-        raise UsageError("-o: give a file name")
-    if args.output and os.path.exists(args.output) and not args.force:
-        raise UsageError(f"{args.output} exists; use --force to overwrite it")
-    text = dumps(_capture(args).to_dict())
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as error:
-            raise UsageError(f"cannot write {args.output}: {error.strerror or error}") from None
-        print(f"envcheck: snapshot written to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    if args.snapshot and (args.python or args.deep):
-        raise UsageError("--snapshot judges a recorded snapshot; it cannot be combined with --python or --deep")
-    started = None if args.snapshot else _start_python_probe(args)
-    from envcheck.checks import run_checks
-    from envcheck.checks.model import Severity
-    from envcheck.formats import render_json, render_markdown, render_text
-    from envcheck.matrix import load_matrix
-    from envcheck.report import Report
-    from envcheck.snapshot import load_snapshot
-
-    from envcheck.checks.meta import matrix_unusable
-    from envcheck.matrix import MatrixError
-
-    # Parsing the matrix is pure Python; probing mostly waits on child processes: overlap the two.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        matrix_job = pool.submit(load_matrix, args.matrix)
-        snapshot = load_snapshot(args.snapshot) if args.snapshot else _capture(args, started)
-        matrix_problem = None
-        try:
-            matrix = matrix_job.result()
-        except MatrixError as error:
-            if args.matrix:
-                raise  # the user's own matrix: their input, exit 2
-            matrix, matrix_problem = None, str(error)  # a damaged install must not cost the matrix-free checks
-    findings = run_checks(snapshot, matrix, args.select, args.ignore)
-    if matrix_problem:
-        findings = sorted([*findings, matrix_unusable(matrix_problem)], key=lambda f: f.sort_key())
-    report = Report(snapshot, tuple(findings), matrix.data_version if matrix else None)
-    fmt = args.format or "text"
-    if fmt == "json":
-        sys.stdout.write(render_json(report))
-    elif fmt == "markdown":
-        sys.stdout.write(render_markdown(report))
-    else:
-        colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-        sys.stdout.write(render_text(report, colour=colour))
-    return EXIT_FINDINGS if report.fails(Severity.parse(args.fail_on)) else EXIT_OK
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -257,9 +117,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "probe": cmd_probe, "doctor": cmd_doctor, "matrix": cmd_matrix,
-}
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"matrix": cmd_matrix}
 
 
 def _write_crash_report(error: BaseException, argv: Sequence[str]) -> str:

@@ -16,6 +16,7 @@ class Report:
     snapshot: Snapshot
     findings: tuple[Finding, ...]
     matrix_version: str | None
+    hidden: int = 0  # findings left out by --select/--ignore: said, so that silence is not read as health
     envcheck_version: str = __version__
 
     def summary(self) -> dict[str, int]:
@@ -43,4 +44,5 @@ class Report:
             "snapshot": self.snapshot.to_dict(),
             "findings": findings,
             "summary": self.summary(),
+            "hidden_by_filters": self.hidden,
         }

@@ -116,6 +116,7 @@ class PythonEnv:
     duplicates: tuple[Duplicate, ...] = ()
     broken: tuple[str, ...] = ()  # distributions whose metadata could not be read, with the reason
     marker_env: dict[str, str] = field(default_factory=dict)  # PEP 508 marker values of that interpreter
+    examined_because: str | None = None  # why this environment was examined ("the active virtual environment ...")
 
 
 @dataclass(frozen=True)

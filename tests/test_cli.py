@@ -40,7 +40,7 @@ def test_doctor_json_is_one_document_with_the_contract_keys(tmp_path: Path) -> N
     result = run_cli("doctor", "--json", "--no-deep")
     assert result.returncode == 0
     data = json.loads(result.stdout)
-    assert set(data) == {"envcheck_version", "matrix_version", "snapshot", "findings", "summary"}
+    assert set(data) == {"envcheck_version", "matrix_version", "snapshot", "findings", "summary", "hidden_by_filters"}
     assert set(data["summary"]) == {"fatal", "error", "warning", "info"}
     assert_valid_snapshot(data["snapshot"])
     for finding in data["findings"]:

@@ -51,6 +51,12 @@ def _load_check_modules() -> None:
     )
 
 
+def known_ids() -> set[str]:
+    """Every finding id a check can emit, plus the framework's own (EC599 not evaluated, EC900/EC901 errors)."""
+    _load_check_modules()
+    return {finding_id for registered in REGISTRY for finding_id in registered.ids} | {"EC599", "EC900", "EC901"}
+
+
 def selected(finding_id: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:
     """flake8's rule: the longer matching prefix wins (a tie goes to --select); no --select selects all."""
     select_match = max((len(p) for p in select if finding_id.startswith(p)), default=None) if select else 0
@@ -107,5 +113,5 @@ def _crashed(registered: Check, error: Exception) -> Finding:
     )
 
 
-__all__ = ["Check", "Evidence", "Finding", "Fix", "REGISTRY", "Severity", "Unevaluated", "check", "run_checks",
-           "selected"]
+__all__ = ["Check", "Evidence", "Finding", "Fix", "REGISTRY", "Severity", "Unevaluated", "check", "known_ids",
+           "run_checks", "selected"]

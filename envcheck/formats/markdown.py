@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envcheck.formats.summary import machine_lines
+from envcheck.formats.summary import examined_line, machine_lines, no_torch_notice
 from envcheck.report import Report
 
 
@@ -12,7 +12,7 @@ def _cell(text: str | None) -> str:
 
 def render_markdown(report: Report) -> str:
     matrix = f", matrix {report.matrix_version}" if report.matrix_version else ""
-    out = [f"### envcheck {report.envcheck_version} doctor{matrix}", "", "| | |", "| --- | --- |"]
+    out = [f"### envcheck {report.envcheck_version} doctor{matrix}", "", examined_line(report), "", "| | |", "| --- | --- |"]
     out += [f"| {_cell(label)} | {_cell(text)} |" for label, text in machine_lines(report.snapshot)]
     out.append("")
     counts = report.summary()
@@ -30,6 +30,11 @@ def render_markdown(report: Report) -> str:
             out += ["", f"Fix: {fix.summary}"]
             if fix.commands:
                 out += ["```sh", *fix.commands, "```"]
+    if report.hidden:
+        out += ["", f"{report.hidden} finding(s) hidden by --select/--ignore."]
+    notice = no_torch_notice(report)
+    if notice:
+        out += ["", notice]
     if report.snapshot.skipped:
         out += ["", "<details><summary>Not checked</summary>", ""]
         out += [f"- {item.probe}: {_cell(item.reason)}" for item in report.snapshot.skipped]

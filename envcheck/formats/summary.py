@@ -2,8 +2,28 @@
 
 from __future__ import annotations
 
+from envcheck.report import Report
 from envcheck.snapshot import Snapshot
 from envcheck.units import human_bytes
+
+
+def examined_line(report: Report) -> str:
+    """The report's first line: which environment was examined, and why that one."""
+    python = report.snapshot.python
+    if python is None:
+        return "Examined: this machine (the Python environment could not be probed)"
+    why = f", {python.examined_because}" if python.examined_because else ""
+    return f"Examined: {python.prefix} ({python.kind}, Python {python.version}){why}"
+
+
+def no_torch_notice(report: Report) -> str | None:
+    """An environment without torch is rarely the training one: say so rather than report a clean bill."""
+    python = report.snapshot.python
+    if python is None or "torch" in python.packages or report.snapshot.torch is not None:
+        return None
+    return (f"Note: torch is not installed in {python.prefix}, so the checks of torch, CUDA builds and extensions "
+            "did not apply. If training runs in another environment, activate it first or pass "
+            "--python PATH/TO/ENV/bin/python.")
 
 
 def machine_lines(snapshot: Snapshot) -> list[tuple[str, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from envcheck.checks.model import Finding, Severity
-from envcheck.formats.summary import machine_lines
+from envcheck.formats.summary import examined_line, machine_lines, no_torch_notice
 from envcheck.report import Report
 
 _COLOURS = {Severity.FATAL: "\033[1;31m", Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m",
@@ -37,8 +37,8 @@ def _finding(finding: Finding, colour: bool) -> list[str]:
 
 
 def render_text(report: Report, colour: bool = False) -> str:
-    matrix = f", matrix {report.matrix_version}" if report.matrix_version else ""
-    out = [_paint(f"envcheck {report.envcheck_version} doctor{matrix}", _BOLD, colour), ""]
+    out = [_paint(examined_line(report), _BOLD, colour), f"envcheck {report.envcheck_version} doctor" +
+           (f", matrix {report.matrix_version}" if report.matrix_version else ""), ""]
     lines = machine_lines(report.snapshot)
     width = max((len(label) for label, _ in lines), default=0)
     out += [f"  {label:<{width}}  {text}" for label, text in lines]
@@ -51,7 +51,13 @@ def render_text(report: Report, colour: bool = False) -> str:
             out.append("")
             out += _finding(finding, colour)
     else:
-        out.append(_paint("No problems found.", _BOLD, colour))
+        out.append(_paint("No problems found." if not report.hidden else "No problems found among the selected findings.",
+                          _BOLD, colour))
+    if report.hidden:
+        out += ["", f"{report.hidden} finding(s) hidden by --select/--ignore."]
+    notice = no_torch_notice(report)
+    if notice:
+        out += ["", notice]
     if report.snapshot.skipped:
         out += ["", "Not checked:"]
         out += [f"  - {item.probe}: {item.reason}" for item in report.snapshot.skipped]

@@ -17,9 +17,12 @@ def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
 
 
 def _probe():  # type: ignore[no-untyped-def]
+    """This machine as the target: the active environment's Python (CONTRACT.md), its GPUs and driver."""
     from envcheck.capture import capture
+    from envcheck.probes.target import examined_environment
 
-    return capture(python=None, deep=False, progress=lambda _m: None)
+    examined = examined_environment(None)
+    return capture(python=examined.python, deep=False, progress=lambda _m: None, examined_because=examined.reason)
 
 
 def run_resolve(args: argparse.Namespace):  # type: ignore[no-untyped-def]
