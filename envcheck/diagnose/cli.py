@@ -10,10 +10,19 @@ NAME = "diagnose"
 
 
 def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
-    parser = subparsers.add_parser(NAME, help="explain why a training run died (-9, -11, -7, NCCL, OOM, ...)")
+    from envcheck.helptext import help_kwargs
+
+    parser = subparsers.add_parser(NAME, help="explain why a training run died (-9, -11, -7, NCCL, OOM, ...)", **help_kwargs(
+        "Explain why a training run died from its logs, its exit status, this machine's kernel log (OOM kills and "
+        "segfaults inside the run's time window, of the run's processes) and core dumps. JSON output: "
+        "docs/diagnose-json.md.",
+        ("envcheck diagnose train.log --exit-code -9",
+         "torchrun ... 2>&1 | tee run.log; envcheck diagnose run.log --snapshot node17.json",
+         "envcheck diagnose run.log.gz --kernel-log kern.log --since '2026-11-30 08:00' --json"),
+        (("0", "no known cause was recognised"), ("1", "causes were found (the first is the primary cause)"))))
     parser.add_argument("logs", nargs="*", metavar="LOG", help="training log(s), gzip too; '-' reads stdin")
-    parser.add_argument("--exit-code", type=int, metavar="N", help="the run's exit status (-9 from a launcher, "
-                                                                   "137 from a shell)")
+    parser.add_argument("--exit-code", type=_exit_code, metavar="N", help="the run's exit status (-9 from a "
+                                                                          "launcher, 137 from a shell)")
     parser.add_argument("--kernel-log", metavar="FILE", help="a saved kernel log (default: dmesg / journalctl -k "
                                                              "of this machine when allowed)")
     parser.add_argument("--core", metavar="FILE", help="a core dump to analyse with gdb (default: the newest core "
@@ -35,7 +44,7 @@ def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
     parser.add_argument("--offline", action="store_true", help="read only the files given: no dmesg, no core "
                                                                "search")
     parser.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR")
-    parser.add_argument("--json", action="store_true", help="one JSON document on stdout (CONTRACT.md)")
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout (docs/diagnose-json.md)")
 
 
 def _when(end_of_day: bool):  # type: ignore[no-untyped-def]
@@ -50,6 +59,18 @@ def _when(end_of_day: bool):  # type: ignore[no-untyped-def]
             raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
+
+
+def _exit_code(text: str) -> int:
+    """A process's status as a launcher (-1..-64, a signal) or a shell (0..255) reports it."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an exit status (a number such as -9 or 137)") from None
+    if not -64 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"{value} is not an exit status: use -64..-1 for a signal as a launcher "
+                                         "reports it, or 0..255 as a shell does")
+    return value
 
 
 def _pid(text: str) -> int:

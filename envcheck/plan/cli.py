@@ -36,9 +36,16 @@ def _gib(text: str) -> float:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from envcheck.helptext import help_kwargs
+
     p = subparsers.add_parser(NAME, help="predict fine-tuning memory (GPU and host) and the DeepSpeed config that fits",
-                              description="Predict per-GPU and per-node host memory of a fine-tuning run, judge it "
-                                          "against the hardware, and write a DeepSpeed config.")
+                              **help_kwargs(
+                                  "Predict per-GPU and per-node host memory of a fine-tuning run, judge it against the "
+                                  "hardware, and write a DeepSpeed config. JSON output: docs/plan-json.md.",
+                                  ("envcheck plan 7B --method lora --gpu 4090",
+                                   "envcheck plan Qwen/Qwen2.5-7B --method full --gpus 8 --gpu H100 --zero auto",
+                                   "envcheck plan train.yaml --emit-ds-config ds.json"),
+                                  (("0", "the plan fits"), ("1", "it does not fit (the advice says what would)"))))
     p.add_argument("model", metavar="MODEL", help="a parameter count (7B, 8.03e9) or a Hugging Face config.json")
     p.add_argument("--method", choices=("full", "freeze", "lora", "qlora"), default="lora", help="default: lora")
     p.add_argument("--precision", choices=("bf16", "fp16", "fp32", "pure_bf16"), default="bf16", help="default: bf16")
@@ -68,7 +75,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
                    help="trainable last layers for --method freeze (default: 2)")
     p.add_argument("--emit-ds-config", metavar="FILE", help="write the DeepSpeed config of the plan to FILE")
     p.add_argument("--force", action="store_true", help="overwrite the --emit-ds-config FILE if it exists")
-    p.add_argument("--json", action="store_true", help="one JSON document on stdout (CONTRACT.md 'Plan JSON')")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout (docs/plan-json.md)")
 
 
 def _snapshot():  # type: ignore[no-untyped-def]

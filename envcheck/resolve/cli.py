@@ -11,9 +11,18 @@ NAME = "resolve"
 def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
     from envcheck.resolve.flags import add_target_flags
 
-    parser = subparsers.add_parser(NAME, help="choose a compatible pinned stack for a target and explain it")
+    from envcheck.helptext import help_kwargs
+
+    parser = subparsers.add_parser(NAME, help="choose a compatible pinned stack for a target and explain it", **help_kwargs(
+        "Choose a torch build, CUDA variant and training stack (transformers, DeepSpeed, ...) that fit a target "
+        "machine's driver, GPUs and Python, and explain every choice. With no target flags the target is this "
+        "machine and its active Python environment. JSON output: docs/resolve-json.md.",
+        ("envcheck resolve                                      # this machine",
+         "envcheck resolve --driver 535.104.05 --gpu H100 --for llamafactory",
+         "envcheck resolve --snapshot node17.json --with flash-attn --json"),
+        (("0", "a stack was chosen"), ("1", "the target is impossible (the reason is printed)"))))
     add_target_flags(parser)
-    parser.add_argument("--json", action="store_true", help="one JSON document on stdout (CONTRACT.md Resolve JSON)")
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout (docs/resolve-json.md)")
 
 
 def _probe():  # type: ignore[no-untyped-def]

@@ -12,7 +12,17 @@ FORMATS = ("environment.yml", "requirements", "conda-lock", "dockerfile", "all")
 def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
     from envcheck.resolve.flags import add_target_flags
 
-    parser = subparsers.add_parser(NAME, help="write environment.yml, a hashed lock, conda-lock inputs, a Dockerfile")
+    from envcheck.helptext import help_kwargs
+
+    parser = subparsers.add_parser(NAME, help="write environment.yml, a hashed lock, conda-lock inputs, a Dockerfile",
+                                   **help_kwargs(
+        "Resolve a stack for the target (as 'envcheck resolve' does) and write the files that build it: "
+        "environment.yml, a hashed requirements lock (uv), conda-lock inputs and a Dockerfile that ships envcheck "
+        "beside it. Existing files are never overwritten without --force. JSON output: docs/resolve-json.md.",
+        ("envcheck env --for llamafactory -o env/",
+         "envcheck env --driver 580.95.05 --gpu H100 --format dockerfile -o image/",
+         "envcheck env --snapshot node17.json --format environment.yml --force"),
+        (("0", "the files were written"), ("1", "the target is impossible (the reason is printed)"))))
     add_target_flags(parser)
     parser.add_argument("--format", choices=FORMATS, default="all", help="which files to write (default: all)")
     parser.add_argument("-o", "--output", metavar="DIR", default=".", help="directory to write into (default: .)")
