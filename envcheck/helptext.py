@@ -16,5 +16,5 @@ def help_kwargs(description: str, examples: tuple[str, ...], codes: tuple[tuple[
     """Keyword arguments for subparsers.add_parser: description, epilog with examples and exit codes."""
     lines = ["examples:", *(f"  {example}" for example in examples), "", "exit codes:"]
     lines += [f"  {code}  {meaning}" for code, meaning in (*codes, *STANDARD_CODES)]
-    return {"description": textwrap.fill(description, WIDTH), "epilog": "\n".join(lines),
+    return {"description": textwrap.fill(description, WIDTH, break_on_hyphens=False), "epilog": "\n".join(lines),
             "formatter_class": argparse.RawDescriptionHelpFormatter}

@@ -34,7 +34,7 @@ def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
         description=textwrap.fill("Examine the active Python environment and this machine (driver, GPUs, CUDA toolkits, torch, "
                     "DeepSpeed and compiled extensions) against envcheck's sourced compatibility matrix, and report "
                     "each problem with its evidence and an exact fix. The first line of the report says which "
-                    "environment was examined and why. JSON output: docs/doctor-json.md; finding ids: README.md.", 100),
+                    "environment was examined and why. JSON output: docs/doctor-json.md; finding ids: README.md.", 100, break_on_hyphens=False),
         epilog="examples:\n"
                "  envcheck doctor                                  # the active venv / conda env\n"
                "  envcheck doctor --python ~/envs/train/bin/python # another environment\n"

@@ -48,7 +48,7 @@ def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
         NAME, help="capture a snapshot of this machine as JSON",
         description=textwrap.fill("Capture what the doctor judges (host, driver, GPUs, CUDA toolkits, the Python environment, "
                     "torch and DeepSpeed builds) as one redacted JSON snapshot, to judge later or elsewhere with "
-                    f"'envcheck doctor --snapshot'. The snapshot's fields are documented in {DOCS}.", 100),
+                    f"'envcheck doctor --snapshot'. The snapshot's fields are documented in {DOCS}.", 100, break_on_hyphens=False),
         epilog="examples:\n  envcheck probe -o node17.json\n  envcheck probe --python ~/envs/train/bin/python "
                "--deep > snap.json\n\n" + EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
