@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import textwrap
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from envcheck.errors import UsageError
+from envcheck.helptext import help_kwargs
 from envcheck.probes.cli import add_probe_options, capture_snapshot, start
 
 NAME = "doctor"
 
-EXIT_CODES = """exit codes:
-  0  nothing at or above --fail-on (default: error)
-  1  findings at or above --fail-on
-  2  bad flags or an unusable input file (one line on stderr)
-  3  internal error (the message names a crash report file)"""
 
 
 def finding_prefixes(text: str) -> tuple[str, ...]:
@@ -29,18 +24,16 @@ def finding_prefixes(text: str) -> tuple[str, ...]:
 
 
 def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
-    parser = subparsers.add_parser(
-        NAME, help="probe (or read a snapshot), check, and report",
-        description=textwrap.fill("Examine the active Python environment and this machine (driver, GPUs, CUDA toolkits, torch, "
-                    "DeepSpeed and compiled extensions) against envcheck's sourced compatibility matrix, and report "
-                    "each problem with its evidence and an exact fix. The first line of the report says which "
-                    "environment was examined and why. JSON output: docs/doctor-json.md; finding ids: README.md.", 100, break_on_hyphens=False),
-        epilog="examples:\n"
-               "  envcheck doctor                                  # the active venv / conda env\n"
-               "  envcheck doctor --python ~/envs/train/bin/python # another environment\n"
-               "  envcheck doctor --snapshot node17.json --json    # judge a recorded snapshot\n"
-               "  envcheck doctor --fail-on warning --ignore EC104 # a CI gate\n\n" + EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(NAME, help="probe (or read a snapshot), check, and report", **help_kwargs(
+        "Examine the active Python environment and this machine (driver, GPUs, CUDA toolkits, torch, DeepSpeed and "
+        "compiled extensions) against envcheck's sourced compatibility matrix, and report each problem with its "
+        "evidence and an exact fix. The first line of the report says which environment was examined and why. JSON "
+        "output: docs/doctor-json.md; finding ids: README.md.",
+        ("envcheck doctor                                  # the active venv / conda env",
+         "envcheck doctor --python ~/envs/train/bin/python # another environment",
+         "envcheck doctor --snapshot node17.json --json    # judge a recorded snapshot",
+         "envcheck doctor --fail-on warning --ignore EC104 # a CI gate"),
+        (("0", "nothing at or above --fail-on (default: error)"), ("1", "findings at or above --fail-on"))))
     add_probe_options(parser)
     parser.add_argument("--snapshot", metavar="FILE", help="judge this snapshot instead of probing")
     parser.add_argument("--fail-on", default="error", choices=("info", "warning", "error", "fatal"),

@@ -6,19 +6,15 @@ Kept cheap to import: argparse only at parser time; the probes load when the com
 from __future__ import annotations
 
 import argparse
-import textwrap
 import os
 import sys
 
 from envcheck.errors import UsageError
+from envcheck.helptext import help_kwargs
 
 NAME = "probe"
 DOCS = "docs/snapshot.md"
 
-EXIT_CODES = """exit codes:
-  0  the snapshot was written
-  2  bad flags or an unusable --python / output path (one line on stderr)
-  3  internal error (the message names a crash report file)"""
 
 
 def positive_seconds(text: str) -> float:
@@ -44,14 +40,12 @@ def add_probe_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
-    parser = subparsers.add_parser(
-        NAME, help="capture a snapshot of this machine as JSON",
-        description=textwrap.fill("Capture what the doctor judges (host, driver, GPUs, CUDA toolkits, the Python environment, "
-                    "torch and DeepSpeed builds) as one redacted JSON snapshot, to judge later or elsewhere with "
-                    f"'envcheck doctor --snapshot'. The snapshot's fields are documented in {DOCS}.", 100, break_on_hyphens=False),
-        epilog="examples:\n  envcheck probe -o node17.json\n  envcheck probe --python ~/envs/train/bin/python "
-               "--deep > snap.json\n\n" + EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(NAME, help="capture a snapshot of this machine as JSON", **help_kwargs(
+        "Capture what the doctor judges (host, driver, GPUs, CUDA toolkits, the Python environment, torch and "
+        "DeepSpeed builds) as one redacted JSON snapshot, to judge later or elsewhere with 'envcheck doctor "
+        f"--snapshot'. The snapshot's fields are documented in {DOCS}.",
+        ("envcheck probe -o node17.json", "envcheck probe --python ~/envs/train/bin/python --deep > snap.json"),
+        (("0", "the snapshot was written"),)))
     add_probe_options(parser)
     parser.add_argument("-o", "--output", metavar="FILE", help="write the snapshot to FILE instead of stdout")
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
