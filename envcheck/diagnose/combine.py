@@ -154,9 +154,12 @@ def _freeze(d: _Draft) -> Cause:
     if d.notes:
         explanation = f"{explanation} Evidence: {'; '.join(d.notes)}."
     fixes, seen = [], set()
-    for fix in d.fixes:
-        if fix.summary not in seen:
-            seen.add(fix.summary)
+    for fix in d.fixes:  # a fix said by a signature and by a linked doctor finding is printed once
+        keys: set[object] = {fix.summary.strip().rstrip(".").lower()}
+        if fix.commands:
+            keys.add(fix.commands)
+        if not keys & seen:
+            seen |= keys
             fixes.append(fix)
     evidence, places = [], set()
     for item in d.evidence:  # one line matched by two signatures is one piece of evidence
