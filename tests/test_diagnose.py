@@ -188,3 +188,16 @@ def test_stdin(monkeypatch, capsys) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(gzip.compress(data))))
     _, doc = run_json(capsys, "-")
     assert doc["causes"][0]["cause"] == "driver_too_old"
+
+
+def test_a_fix_given_twice_is_printed_once() -> None:
+    """A signature and a linked doctor finding often propose the same fix in other words or with the same commands."""
+    from envcheck.checks.model import Fix
+    from envcheck.diagnose.combine import _Draft, _freeze
+
+    draft = _Draft("segfault_abi_mismatch", {"log": 0.9}, "t", "e")
+    draft.fixes += [Fix("Rebuild flash-attn for this torch", ("pip install --no-build-isolation flash-attn",)),
+                    Fix("Reinstall flash-attn against the installed torch", ("pip install --no-build-isolation flash-attn",)),
+                    Fix("Rebuild flash-attn for this torch.", ()),
+                    Fix("Upgrade the driver", ())]
+    assert [f.summary for f in _freeze(draft).fixes] == ["Rebuild flash-attn for this torch", "Upgrade the driver"]
