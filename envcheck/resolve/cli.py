@@ -42,7 +42,7 @@ def run_resolve(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     matrix = load_matrix(args.matrix)
     target = build_target(args, matrix, _probe)
-    return matrix, target, resolve(target, matrix)
+    return matrix, target, resolve(target, matrix, args.policy)
 
 
 def run(args: argparse.Namespace) -> int:

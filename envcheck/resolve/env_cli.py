@@ -42,6 +42,8 @@ def command_text(args: argparse.Namespace) -> str:
         value = getattr(args, dest, None)
         for item in value if isinstance(value, list) else [value] if value else []:
             parts += [flag, f"'{item}'" if any(c in item for c in " <>=!*,") else item]
+    if getattr(args, "policy", "full") != "full":
+        parts += ["--policy", args.policy]
     return "envcheck env " + " ".join(parts) + f" --format {args.format}"
 
 

@@ -19,6 +19,9 @@ def add_target_flags(parser: argparse.ArgumentParser) -> None:
                         help="add a package (repeatable): deepspeed, flash-attn, transformers, bitsandbytes, vllm, ...")
     parser.add_argument("--for", metavar="llamafactory[==X]", dest="for_",
                         help="a whole training stack: LLaMA-Factory with its ranges, torch and DeepSpeed")
+    parser.add_argument("--policy", choices=("full", "compat"), default="full",
+                        help="full (default): prefer torch builds the driver fully supports; compat: the newest torch "
+                             "that runs, also through CUDA minor-version compatibility (the doctor warns about it)")
     parser.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR")
 
 

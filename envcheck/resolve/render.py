@@ -16,7 +16,8 @@ def to_dict(result: Resolution) -> dict[str, Any]:
         "default_index": result.default_index,
         "base_image": result.base_image_ref,
         "platform": f"x86_64-manylinux_{result.platform_glibc.replace('.', '_')}",
-        "reasons": [{"package": r.package, "choice": r.choice, "why": r.why} for r in result.reasons],
+        "reasons": [{"package": r.package, "choice": r.choice, "why": r.why,
+                     **({"passed_over": list(r.passed_over)} if r.passed_over else {})} for r in result.reasons],
         "warnings": list(result.warnings),
     }
 
@@ -34,6 +35,7 @@ def render_text(result: Resolution) -> str:
     for reason in result.reasons:
         lines.append(f"  {reason.package:<{width}}  {reason.choice}")
         lines.append(f"  {'':<{width}}    {reason.why}")
+        lines.extend(f"  {'':<{width}}      - {item}" for item in reason.passed_over)
     if result.warnings:
         lines.append("")
         lines.extend(f"warning: {w}" for w in result.warnings)

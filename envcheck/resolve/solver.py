@@ -1,9 +1,12 @@
 """Target + matrix -> the newest stack that satisfies every constraint, with a reason for each choice.
 
-Candidates (torch release x CUDA variant) are ranked: full driver support before minor-version compatibility, SASS
-for every GPU before PTX-only, confirmed matrix rows before unconfirmed ones, then newest torch, then the variant on
-the default package index (its files and hashes do not depend on a second index), then newest CUDA. The first
-candidate whose packages and known-bad entries all fit wins; why each newer one lost is kept for the explanation.
+Candidates (torch release x CUDA variant) are ranked by the policy first: "full" (the default) puts builds the
+driver fully supports before those that run only through CUDA minor-version compatibility, which the doctor rates
+a warning (no PTX JIT, no newer nvcc output); "compat" ranks them alike and so takes the newest torch that runs.
+Then SASS for every GPU before PTX-only, confirmed matrix rows before unconfirmed ones, newest torch, the variant on
+the default package index (its files and hashes do not depend on a second index), newest CUDA. The first
+candidate whose packages and known-bad entries all fit wins; every newer build it was preferred to, and why, goes
+into the explanation.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from envcheck.resolve.specs import combine, line_matches, parse_spec
 from envcheck.resolve.target import Target
 
 PYTHON_PREFERENCE = ("3.11", "3.12", "3.10", "3.13")
+POLICIES = ("full", "compat")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class Reason:
     package: str
     choice: str
     why: str
+    passed_over: tuple[str, ...] = ()  # newer candidates not taken, each with why
 
 
 @dataclass(frozen=True)
@@ -71,10 +76,37 @@ class _Candidate:
     verdict: DriverVerdict
     fit: str  # "sass" or "ptx"
 
-    def rank(self) -> tuple:  # type: ignore[type-arg]
+    def rank(self, policy: str = "full") -> tuple:  # type: ignore[type-arg]
         default = self.release.default_cuda == self.build.cuda
-        return (self.verdict.state != "ok", self.fit != "sass", not self.build.confirmed,
+        return (policy == "full" and self.verdict.state != "ok", self.fit != "sass", not self.build.confirmed,
                 -_v(self.release.version), not default, -_v(self.build.cuda))
+
+    @property
+    def label(self) -> str:
+        return f"torch {self.release.version}+cu{self.build.cuda}"
+
+    def newer_than(self, other: _Candidate) -> bool:
+        return (_v(self.release.version), _v(self.build.cuda)) > (_v(other.release.version), _v(other.build.cuda))
+
+
+def _passed_over(chosen: _Candidate, later: list[_Candidate], policy: str) -> list[str]:
+    """Why each newer build ranked after the chosen one was not taken (the policy, PTX-only kernels, unconfirmed
+    rows): it was never tried, so no note says so otherwise."""
+    found = []
+    for other in later:
+        if not other.newer_than(chosen):
+            continue
+        if other.verdict.state != "ok" and chosen.verdict.state == "ok" and policy == "full":
+            why = (f"the driver runs CUDA {other.build.cuda} only through minor-version compatibility (policy "
+                   "'full' prefers full driver support; --policy compat takes it)")
+        elif other.fit != "sass" and chosen.fit == "sass":
+            why = "a GPU would run it only through PTX JIT"
+        elif not other.build.confirmed and chosen.build.confirmed:
+            why = "its matrix row is not confirmed"
+        else:
+            why = "a newer or default-index variant of the same release was preferred"
+        found.append(f"{other.label}: {why}")
+    return found
 
 
 def _v(text: str) -> float:
@@ -88,7 +120,7 @@ def _pythons(matrix: Matrix, target: Target) -> tuple[list[str], str]:
     return list(PYTHON_PREFERENCE), "3.11 first: LLaMA-Factory >=0.9.4 requires it and every torch since 2.0 ships it"
 
 
-def _candidates(matrix: Matrix, target: Target, python: str, notes: list[str]) -> list[_Candidate]:
+def _candidates(matrix: Matrix, target: Target, python: str, notes: list[str], policy: str = "full") -> list[_Candidate]:
     snapshot = target.as_snapshot()
     torch_spec = parse_spec(target.torch, "--torch") if target.torch else None
     found = []
@@ -121,7 +153,7 @@ def _candidates(matrix: Matrix, target: Target, python: str, notes: list[str]) -
                 continue
             fit = "ptx" if any(f == "ptx" for f in fits.values()) else "sass"
             found.append(_Candidate(release, build, verdict, fit))
-    return sorted(found, key=lambda c: c.rank())
+    return sorted(found, key=lambda c: c.rank(policy))
 
 
 def _packages(matrix: Matrix, target: Target, ctx: Context) -> tuple[list[Choice], list[Reason]] | str:
@@ -163,7 +195,9 @@ def _image(matrix: Matrix, cuda: str) -> CudaImage | None:
     return next((i for i in matrix.cuda_images if query.version(i.cuda) == query.version(cuda)), None)
 
 
-def resolve(target: Target, matrix: Matrix) -> Resolution | Impossible:
+def resolve(target: Target, matrix: Matrix, policy: str = "full") -> Resolution | Impossible:
+    if policy not in POLICIES:
+        raise ValueError(f"unknown resolve policy {policy!r}")
     if not target.driver:
         return Impossible("the target has no NVIDIA driver: give --driver VERSION and --gpu NAME (or --snapshot "
                           "FILE of the training machine)", ())
@@ -171,7 +205,8 @@ def resolve(target: Target, matrix: Matrix) -> Resolution | Impossible:
     first_notes: list[str] | None = None
     for python in pythons:
         notes: list[str] = []
-        for candidate in _candidates(matrix, target, python, notes):
+        candidates = _candidates(matrix, target, python, notes, policy)
+        for index, candidate in enumerate(candidates):
             release, build = candidate.release, candidate.build
             ctx = Context(python, release.version, build.cuda, tuple(g.cc for g in target.gpus), target.driver)
             picked = _packages(matrix, target, ctx)
@@ -188,7 +223,8 @@ def resolve(target: Target, matrix: Matrix) -> Resolution | Impossible:
             if bad:
                 notes.append(f"torch {release.version}+cu{build.cuda}: {bad}")
                 continue
-            return _resolution(matrix, target, candidate, python, python_why, choices, torch_pin, notes)
+            notes += _passed_over(candidate, candidates[index + 1:], policy)
+            return _resolution(matrix, target, candidate, python, python_why, choices, torch_pin, notes, policy)
         first_notes = notes if first_notes is None else first_notes
     notes = sorted(dict.fromkeys(first_notes or []), key=lambda n: -_v(_note_torch(n) or "0.0"))
     if not notes:
@@ -214,16 +250,19 @@ def _summary(target: Target, notes: list[str]) -> str:
 
 
 def _resolution(matrix: Matrix, target: Target, c: _Candidate, python: str, python_why: str, choices: list[Choice],
-                torch_pin: str, notes: list[str]) -> Resolution:
+                torch_pin: str, notes: list[str], policy: str) -> Resolution:
     release, build, verdict = c.release, c.build, c.verdict
     warnings: list[str] = []
     reasons = [Reason("python", python, python_why)]
     default = release.default_cuda == build.cuda
     index = "cu" + build.cuda.replace(".", "")
-    newer = [n for n in notes if _note_torch(n) is not None and _v(_note_torch(n)) >= _v(release.version)]  # type: ignore[arg-type]
-    rejected = "; ".join(sorted(newer, key=lambda n: -_v(_note_torch(n)))[:4])  # type: ignore[arg-type]
-    reasons.append(Reason("torch", torch_pin, f"newest torch whose build fits the target"
-                          + (f" (rejected: {rejected})" if rejected else "")))
+    newer = [n for n in dict.fromkeys(notes) if _note_torch(n) is not None and _v(_note_torch(n)) >= _v(release.version)  # type: ignore[arg-type]
+             and not n.startswith(f"{c.label}:")]
+    rejected = tuple(sorted(newer, key=lambda n: -_v(_note_torch(n))))  # type: ignore[arg-type]
+    rule = ("newest torch whose build the driver fully supports and that fits the target" if policy == "full"
+            else "newest torch whose build runs on the target (minor-version compatibility allowed: --policy compat)")
+    reasons.append(Reason("torch", torch_pin, rule + (f"; {len(rejected)} newer builds passed over" if rejected else ""),
+                          rejected))
     gpus = ", ".join(f"{g.name} ({g.cc})" for g in target.gpus) or "no GPU given"
     reasons.append(Reason("cuda", build.cuda, f"driver {target.driver} ({target.origin.get('driver', '')}) "
                           + ("supports" if verdict.state == "ok" else "runs only through minor-version compatibility")
