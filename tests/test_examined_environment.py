@@ -65,3 +65,16 @@ def test_the_order_is_venv_conda_path_then_envchecks_own(fake_env: FakeEnv, tmp_
     assert own.python is None and own.reason.startswith("envcheck's own interpreter")
     # a VIRTUAL_ENV whose interpreter is gone falls through to the next rule
     assert examined_environment(None, {"VIRTUAL_ENV": str(tmp_path / "gone"), "PATH": "/nonexistent"}).python is None
+
+
+def test_select_that_matches_nothing_warns_and_hidden_findings_are_counted(tmp_path: Path) -> None:
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(json.dumps({"schema_version": 1, "envcheck_version": "0.1.0",
+                                    "captured_at": "2026-12-01T00:00:00+00:00",
+                                    "host": {"shm_bytes": 64 * 1024**2, "core_ulimit": "0"}}))
+    unknown = doctor("--snapshot", str(snapshot), "--select", "EC9999", env={})
+    assert "warning: --select EC9999 matches no finding id envcheck knows" in unknown.stderr
+    assert "No problems found among the selected findings." in unknown.stdout
+    assert "finding(s) hidden by --select/--ignore" in unknown.stdout
+    shown = json.loads(doctor("--snapshot", str(snapshot), "--select", "EC101", "--json", env={}).stdout)
+    assert [f["id"] for f in shown["findings"]] == ["EC101"] and shown["hidden_by_filters"] >= 1
