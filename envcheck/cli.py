@@ -43,9 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
                                         "exit codes:\n  0  valid (validate) or shown (show)\n  1  the matrix has "
                                         "problems (validate)\n  2  bad flags or an unusable --matrix\n  3  internal error",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    matrix.add_argument("action", choices=("validate", "show"))
+    matrix.add_argument("action", choices=("validate", "show", "harvest"))
     matrix.add_argument("--matrix", metavar="DIR", help="a matrix directory instead of the bundled one")
     matrix.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    from envcheck.matrix.harvest.cli import add_arguments as add_harvest_arguments
+
+    add_harvest_arguments(matrix)  # `harvest` (maintainers): refresh the generated releases.toml from the index
     for module in _plugin_modules()[2:]:
         module.add_parser(commands)
     return parser
@@ -55,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 # `NAME`, `add_parser(subparsers)` (cheap: argparse only) and `run(args) -> int` (imports the heavy parts).
 PLUGIN_COMMANDS: tuple[str, ...] = (
     "envcheck.probes.cli", "envcheck.doctor.cli", "envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli", "envcheck.resolve.env_cli",
+    "envcheck.ckpt.cli",
 )
 
 
@@ -78,10 +82,14 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     from envcheck.matrix import MatrixError, load_matrix
     from envcheck.matrix.validate import problems
 
+    if args.action == "harvest":
+        from envcheck.matrix.harvest.cli import run as run_harvest
+
+        return run_harvest(args)
     if args.action == "validate" and args.matrix and not os.path.isdir(args.matrix):
         raise UsageError(f"--matrix {args.matrix}: not a directory")
     try:
-        matrix = load_matrix(args.matrix, validated=False)
+        matrix = load_matrix(args.matrix, validated=False, releases=True)
     except MatrixError as error:
         if args.action != "validate":
             raise

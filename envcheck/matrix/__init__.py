@@ -13,8 +13,8 @@ from packaging.version import InvalidVersion, Version
 from envcheck import __version__
 from envcheck.errors import UsageError
 from envcheck.matrix.model import (
-    FILE_TABLES, ComputeCapability, CudaImage, CudaRelease, DeepSpeedCudaMinorOk, DriverBranch, GpuModel, KnownBad,
-    LlamaFactoryRelease, MinorVersionCompat, PackageRelease, Signature, TorchBuild, TorchRelease,
+    FILE_TABLES, LAZY_FILES, ComputeCapability, CudaImage, CudaRelease, DeepSpeedCudaMinorOk, DriverBranch, GpuModel, KnownBad,
+    LlamaFactoryRelease, MinorVersionCompat, NewestRelease, PackageRelease, Release, Signature, TorchBuild, TorchRelease,
 )
 from envcheck.serde import DataError, from_dict
 
@@ -49,10 +49,13 @@ class Matrix:
     llamafactory_releases: tuple[LlamaFactoryRelease, ...] = ()
     known_bad: tuple[KnownBad, ...] = ()
     signatures: tuple[Signature, ...] = ()
+    releases: tuple[Release, ...] = ()  # generated (releases.toml); loaded only with load_matrix(releases=True)
+    newest_releases: tuple[NewestRelease, ...] = ()  # generated (newest.toml): the newest of each tracked package
     files: dict[str, str] = field(default_factory=dict)  # file name -> its data_version
 
     def counts(self) -> dict[str, int]:
-        return {name: len(getattr(self, name)) for name in _ATTRIBUTE.values()}
+        return {name: len(getattr(self, name)) for name in _ATTRIBUTE.values()
+                if name != "releases" or "releases.toml" in self.files}  # releases.toml is read only when asked
 
 
 # array-of-tables key -> Matrix attribute
@@ -62,7 +65,8 @@ _ATTRIBUTE = {
     "torch_release": "torch_releases", "torch_build": "torch_builds",
     "gpu": "gpus", "compute_capability": "compute_capabilities", "package_release": "package_releases",
     "deepspeed_cuda_minor_ok": "deepspeed_cuda_minor_ok", "llamafactory_release": "llamafactory_releases",
-    "known_bad": "known_bad", "signature": "signatures",
+    "known_bad": "known_bad", "signature": "signatures", "release": "releases",
+    "newest_release": "newest_releases",
 }
 
 
@@ -117,8 +121,12 @@ def _rows(path: str, data: dict[str, Any], tables: dict[str, type]) -> dict[str,
     return rows
 
 
-def load_matrix(directory: str | None = None, check_min_version: bool = True, validated: bool = True) -> Matrix:
+def load_matrix(directory: str | None = None, check_min_version: bool = True, validated: bool = True,
+                releases: bool = False) -> Matrix:
     """Read every file of the matrix in `directory` (default: the bundled one) and validate it.
+
+    `releases=True` also reads the generated releases.toml (large: `matrix show`/`validate` read it, the doctor
+    does not).
 
     `validated=False` stops after the per-file checks, so `envcheck matrix validate` can list every problem.
     """
@@ -153,7 +161,7 @@ def load_matrix(directory: str | None = None, check_min_version: bool = True, va
     collected: dict[str, tuple[Any, ...]] = {}
     for name, tables in FILE_TABLES.items():
         path = os.path.join(directory, name)
-        if name == "meta.toml":
+        if name == "meta.toml" or (name in LAZY_FILES and not releases):
             continue
         data = _read_toml(path)
         files[name] = _header(path, data)

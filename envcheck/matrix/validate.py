@@ -89,10 +89,55 @@ def problems(matrix) -> list[str]:  # type: ignore[no-untyped-def]
         found += [f"llamafactory.toml: {p}" for p in _specifier(f"llamafactory_release[{i}].python", row.python)]
         for key, spec in row.requires.items():
             found += [f"llamafactory.toml: {p}" for p in _specifier(f"llamafactory_release[{i}].requires.{key}", spec)]
+    found += list(_releases(matrix))
     found += list(_ids(matrix))
     found += list(_known_bad(matrix))
     found += list(_signatures(matrix))
     return found
+
+
+def _releases(matrix) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """releases.toml and newest.toml (generated): versions, requirements, metadata sources, and agreement."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    newest: dict[str, Version] = {}
+    seen: set[tuple[str, str]] = set()
+    for i, row in enumerate(matrix.releases):
+        where = f"releases.toml: release[{i}]"
+        yield from _version(f"{where}.version", row.version)
+        if row.source not in (f"wheel metadata of {row.package}=={row.version}",
+                              f"sdist metadata of {row.package}=={row.version}"):
+            yield f"{where}.source: {row.source!r} is not 'wheel metadata of {row.package}=={row.version}'"
+        if (row.package, row.version) in seen:
+            yield f"{where}: duplicate release {row.package} {row.version}"
+        seen.add((row.package, row.version))
+        if row.requires_python:
+            yield from _specifier(f"{where}.requires_python", row.requires_python)
+        groups = [("requires", row.requires), *((f"extras.{name}", reqs) for name, reqs in sorted(row.extras.items()))]
+        for group, texts in groups:
+            for text in texts:
+                try:
+                    Requirement(text)
+                except InvalidRequirement:
+                    yield f"{where}.{group}: {text!r} is not a PEP 508 requirement"
+        try:
+            if row.package not in newest or Version(row.version) > newest[row.package]:
+                newest[row.package] = Version(row.version)
+        except InvalidVersion:
+            pass
+    for i, row in enumerate(matrix.newest_releases):
+        where = f"newest.toml: newest_release[{i}]"
+        yield from _version(f"{where}.version", row.version)
+        if matrix.releases and newest.get(row.package) != version_or_none(row.version):
+            yield (f"{where}: {row.package} {row.version} is not the newest release in releases.toml "
+                   f"({newest.get(row.package)}); rerun 'envcheck matrix harvest'")
+
+
+def version_or_none(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 def _marker_ok(marker: str) -> bool:
