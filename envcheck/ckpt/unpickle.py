@@ -23,6 +23,7 @@ class StateDict(dict):  # type: ignore[type-arg]
 # Globals answered with a real, harmless builtin type so the result is plain data.
 _SAFE = {("collections", "OrderedDict"): StateDict, ("builtins", "set"): set, ("builtins", "frozenset"): frozenset,
          ("builtins", "dict"): dict, ("builtins", "list"): list, ("builtins", "tuple"): tuple}
+_SAFE.update({("__builtin__", name): kind for (module, name), kind in list(_SAFE.items()) if module == "builtins"})
 MAX_PICKLE_BYTES = 64 << 20
 
 
