@@ -47,7 +47,7 @@ def check(*ids: str, needs_matrix: bool = False) -> Callable[[CheckFunction], Ch
 def _load_check_modules() -> None:
     # Importing registers; kept here so that importing the framework alone has no side effects on order.
     from envcheck.checks import (  # noqa: F401
-        driver, extensions, gpu_arch, host, known_bad, libraries, packages, python_env, runtime, toolkit,
+        driver, extensions, gpu_arch, host, known_bad, libraries, matrix_age, packages, python_env, runtime, toolkit,
     )
 
 

@@ -130,7 +130,11 @@ def package_needs_not_met(snapshot: Snapshot, matrix: Matrix) -> Iterator[Findin
     told = known_bad_floors(snapshot, matrix)  # (package, key, floor) that a known-bad entry already reports
     for package, installed in sorted(python.packages.items()):
         declared = _declared(snapshot, package)
-        for row in query.package_releases(matrix, package, installed):
+        rows = query.package_releases(matrix, package, installed)
+        newest = query.newer_than_known(matrix, package, installed) if not rows else None
+        if newest is not None:  # newer than the matrix knows (EC517): judge from the newest known release's rows
+            rows = query.package_releases(matrix, package, newest.version)
+        for row in rows:
             for need in row_needs(row, environment):
                 if need.extra is None and need.key in declared:
                     continue  # the distribution declares it: EC201/EC203 judge it from the real metadata
@@ -141,15 +145,15 @@ def package_needs_not_met(snapshot: Snapshot, matrix: Matrix) -> Iterator[Findin
                     continue
                 observed, category = unmet
                 if need.extra is not None:
-                    yield _extra_finding(snapshot, package, installed, need, observed, category, row)
+                    yield _judged(_extra_finding(snapshot, package, installed, need, observed, category, row), newest)
                     continue
                 if need.key in row.wheel_keys:
                     wheel_finding = _no_prebuilt_wheel(snapshot, package, installed, need.key, need.spec, observed, row)
                     if wheel_finding is not None:
-                        yield wheel_finding
+                        yield _judged(wheel_finding, newest)
                     continue
                 severity = Severity.ERROR if row.confirmed else Severity.INFO
-                yield Finding(
+                yield _judged(Finding(
                     "EC507", severity, category,
                     f"{package} {installed} needs {need.key} {need.spec}, found {observed}",
                     (row.note or f"{package} {installed} does not declare this in its metadata, so pip does not "
@@ -157,7 +161,18 @@ def package_needs_not_met(snapshot: Snapshot, matrix: Matrix) -> Iterator[Findin
                     (Evidence(f"python.packages.{package}", installed),
                      Evidence(need.key, observed, need.spec, row.source)),
                     (Fix(f"Install a {package} release that supports this {need.key}, or change the {need.key}",
-                         (f'pip install "{package}" --upgrade  # then check the release notes for {need.key} {need.spec}',)),))
+                         (f'pip install "{package}" --upgrade  # then check the release notes for {need.key} {need.spec}',)),)), newest)
+
+
+def _judged(finding: Finding, newest) -> Finding:  # type: ignore[no-untyped-def]
+    """A finding judged from the newest release the matrix knows, not the installed (newer) one, says so."""
+    if newest is None:
+        return finding
+    from dataclasses import replace
+
+    return replace(finding, detail=f"{finding.detail} (Judged from {newest.package} {newest.version}, the newest "
+                                   "release the matrix knows; see EC517.)",
+                   evidence=(*finding.evidence, Evidence("matrix.newest_release", newest.version, source=newest.source)))
 
 
 def _extra_finding(snapshot: Snapshot, package: str, installed: str, need: Need, observed: str | None,

@@ -109,3 +109,14 @@ def llamafactory_release(matrix: Matrix, installed: str | None) -> LlamaFactoryR
         return None
     candidates = [row for row in matrix.llamafactory_releases if (v := version(row.version)) and v.release <= found.release]
     return max(candidates, key=lambda row: Version(row.version), default=None)
+
+
+def newer_than_known(matrix: Matrix, package: str, installed: str | None) -> NewestRelease | None:
+    """The newest release the matrix knows of `package` when the installed one is newer than it (a local label
+    such as +cu130 aside), else None (not tracked, not newer, or unreadable)."""
+    found = version(installed)
+    row = next((r for r in matrix.newest_releases if r.package == package), None)
+    known = version(row.version) if row else None
+    if found is None or known is None:
+        return None
+    return row if Version(found.public) > known else None

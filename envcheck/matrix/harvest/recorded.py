@@ -1,5 +1,5 @@
 """An index made of recorded answers (tests/assets/harvest/): `projects/NAME.json` holds the files of a project
-as the live index listed them, `metadata/FILENAME` the metadata read from that file (an sdist's requires.txt
+as the live index listed them, `metadata/FILENAME` the metadata headers read from that file (an sdist's requires.txt
 beside it as `FILENAME.requires.txt`). `RecordingIndex` wraps a live index and writes such a directory."""
 
 from __future__ import annotations
@@ -9,6 +9,9 @@ import json
 import os
 
 from envcheck.matrix.harvest.interface import IndexError_, IndexFile, Metadata
+
+
+_URL_HEADERS = ("Home-page:", "Project-URL:", "Download-URL:", "Author-email:", "Maintainer-email:")
 
 
 class RecordedIndex:
@@ -59,7 +62,8 @@ class RecordingIndex:
         os.makedirs(os.path.join(self.directory, "metadata"), exist_ok=True)
         path = os.path.join(self.directory, "metadata", file.filename)
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(found.text)
+            headers = found.text.split("\n\n", 1)[0].splitlines()  # the long description is not needed
+            handle.write("\n".join(h for h in headers if not h.startswith(_URL_HEADERS)) + "\n")
         if found.requires_txt is not None:
             with open(f"{path}.requires.txt", "w", encoding="utf-8") as handle:
                 handle.write(found.requires_txt)
