@@ -162,3 +162,30 @@ def load_asset_snapshot(name: str):  # type: ignore[no-untyped-def]
     from envcheck.snapshot import load_snapshot
 
     return load_snapshot(str(ASSETS / "snapshots" / name))
+
+
+RECORDED_LOCK = ASSETS / "resolve" / "h100-580-deepspeed.uv.txt"  # see tests/assets/resolve/PROVENANCE.md
+
+
+def stand_in_uv(directory: Path, stdout: Path | None = None, stderr: str = "", code: int = 0) -> str:
+    """An executable `uv` that answers --version like uv 0.13.9 and any other call with a recorded output."""
+    script = directory / "uv"
+    body = [f"cat '{stdout}'"] if stdout else []
+    if stderr:
+        (directory / "uv.stderr").write_text(stderr)
+        body.append(f"cat '{directory / 'uv.stderr'}' >&2")
+    script.write_text("#!/bin/sh\n" 'if [ "$1" = "--version" ]; then echo "uv 0.13.9"; exit 0; fi\n'
+                      + "\n".join(body) + f"\nexit {code}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.fixture
+def recorded_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """uv replaced by the recorded `uv pip compile` output of the 580.95.05/H100/deepspeed target (offline)."""
+    from envcheck.emit import requirements
+
+    (tmp_path / "bin").mkdir()
+    uv = stand_in_uv(tmp_path / "bin", RECORDED_LOCK)
+    monkeypatch.setattr(requirements, "find_uv", lambda: uv)
+    return uv

@@ -10,7 +10,8 @@ import pytest
 
 from envcheck import cli
 
-CONTRACT_KEYS = {"target", "matrix_version", "pins", "torch_index", "base_image", "reasons", "warnings"}
+CONTRACT_KEYS = {"target", "matrix_version", "pins", "ranges", "locked", "torch_index", "base_image", "reasons",
+                 "warnings"}
 
 
 def test_reason_names_the_users_request(capsys: pytest.CaptureFixture[str]) -> None:

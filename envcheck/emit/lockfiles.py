@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ def render_stack(stack: Stack, uv: str | None, lock: str | None = None) -> dict[
     keeps its pins under a regenerated header (offline), and without either there is no lock."""
     from envcheck.emit import conda_lock, dockerfile, environment_yml, requirements, zipapp
     from envcheck.matrix import load_matrix
+    from envcheck.resolve import exact
     from envcheck.resolve.solver import Impossible, resolve
     from envcheck.resolve.target import build_target
 
@@ -64,17 +66,24 @@ def render_stack(stack: Stack, uv: str | None, lock: str | None = None) -> dict[
     if isinstance(result, Impossible):
         raise SystemExit(f"{stack.name}: {result.reason}")
     command = "envcheck env " + " ".join(f"'{f}'" if " " in f else f for f in stack.flags)
+    options = requirements.LockOptions(EXCLUDE_NEWER, uv or "uv", zipapp.runtime_requirements(result.python))
     files = {
-        "environment.yml": environment_yml.render(result, command, name=f"envcheck-{stack.name}"),
         conda_lock.VIRTUAL_NAME: conda_lock.virtual_packages(result, command),
+        conda_lock.COMMAND_NAME: conda_lock.command_script(result, command),
         "Dockerfile": dockerfile.render(result, command),
         "cuda.txt": f"{result.cuda}\n",
     }
-    options = requirements.LockOptions(EXCLUDE_NEWER, uv or "uv", zipapp.runtime_requirements(result.python))
+    how = f"uv {PINNED_UV} pip compile"
     if uv is not None:
-        files["requirements.lock.txt"] = requirements.render(result, options, command)
+        body = requirements.compile_body(result, options)
+        files["requirements.lock.txt"] = requirements.render(result, options, command, body)
     elif lock is not None:
         files["requirements.lock.txt"] = requirements.rehead(lock, result, options, command, PINNED_UV)
+        body = lock[len(re.match(r"(?:#.*\n)*", lock).group(0)):]  # type: ignore[union-attr]
+    else:
+        return files
+    files["environment.yml"] = environment_yml.render(result, command, exact.from_lock(result, body, how),
+                                                      name=f"envcheck-{stack.name}")
     return files
 
 

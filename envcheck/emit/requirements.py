@@ -28,8 +28,19 @@ UV_OWNED = ("UV_TORCH_BACKEND", "UV_EXCLUDE_NEWER", "UV_CONSTRAINT", "UV_OVERRID
             "UV_PYTHON", "UV_NO_BINARY", "UV_ONLY_BINARY", "UV_BUILD_CONSTRAINT")
 
 
+# Connect bounds for uv when the user set none: an unreachable index fails in seconds, not minutes.
+UV_NETWORK_DEFAULTS = {"UV_HTTP_CONNECT_TIMEOUT": "5", "UV_HTTP_RETRIES": "1"}
+_NETWORK_MARKERS = ("error sending request", "dns error", "client error (connect)", "timed out", "connection refused",
+                    "request failed after", "failed to fetch", "network is unreachable")
+
+
 class LockError(EnvcheckError):
     """uv is missing or could not resolve the stack: the message says which and why."""
+
+    def __init__(self, message: str, unreachable: bool = False, where: str | None = None) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable  # the index could not be reached (not a resolution conflict)
+        self.where = where  # the URL uv failed to fetch, as uv printed it (the user's configured index)
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,7 @@ def uv_arguments(result: Resolution, options: LockOptions) -> list[str]:
 def _compile(options: LockOptions, args: list[str], lines: list[str]) -> str:
     """uv's output for these input lines, run in a scratch directory (so no path of this machine leaks)."""
     env = {k: v for k, v in os.environ.items() if k not in UV_OWNED}  # index and cache settings stay the user's
+    env.update({k: v for k, v in UV_NETWORK_DEFAULTS.items() if k not in env})
     with tempfile.TemporaryDirectory(prefix="envcheck-lock-") as scratch:
         with open(os.path.join(scratch, INPUT_NAME), "w", encoding="utf-8") as handle:
             handle.write("".join(f"{line}\n" for line in lines))
@@ -78,20 +90,42 @@ def _compile(options: LockOptions, args: list[str], lines: list[str]) -> str:
         except (OSError, subprocess.TimeoutExpired) as error:
             raise LockError(f"uv could not run: {error}") from None
     if done.returncode != 0:
-        raise LockError(f"uv could not lock the stack (exit {done.returncode}): {_uv_reason(done.stderr)}")
+        where = failed_url(done.stderr)
+        unreachable = any(m in done.stderr.lower() for m in _NETWORK_MARKERS)
+        head = f"uv could not reach {where}" if unreachable and where else "uv could not lock the stack"
+        raise LockError(f"{head} (exit {done.returncode}): {_uv_reason(done.stderr)}", unreachable, where)
     return re.sub(r"^#.*\n", "", done.stdout, count=0) if done.stdout.startswith("#") else done.stdout
 
 
-def render(result: Resolution, options: LockOptions, command: str) -> str:
-    """Lock the stack with uv (again with `options.also` added when the first lock lacks any) and add the header."""
+def compile_body(result: Resolution, options: LockOptions) -> str:
+    """uv's hashed lock of the stack (again with `options.also` added when the first lock lacks any)."""
     args = uv_arguments(result, options)
-    lines = pip_requirements(result)
-    body = _compile(options, args, lines)
-    missing = sorted(n for n in options.also if n.lower() not in blocks(body))
+    body = _compile(options, args, pip_requirements(result))
+    missing = _missing(body, options)
     if missing:
-        lines = sorted(lines + missing)
-        body = _compile(options, args, lines)
+        body = _compile(options, args, sorted(pip_requirements(result) + missing))
+    return body
+
+
+def _missing(body: str, options: LockOptions) -> list[str]:
+    return sorted(n for n in options.also if n.lower() not in blocks(body))
+
+
+def resolver_command(result: Resolution, options: LockOptions) -> str:
+    return f"uv {uv_version(options.uv)} " + " ".join(_quote(a) for a in uv_arguments(result, options))
+
+
+def render(result: Resolution, options: LockOptions, command: str, body: str | None = None) -> str:
+    """The lock file: the header and uv's output (`body`, when compile_body already ran; else it runs here)."""
+    body = compile_body(result, options) if body is None else body
+    lines = sorted(pip_requirements(result) + [n for n in options.also if _was_added(body, n)])
     return _header(result, options, command, lines, uv_version(options.uv)) + body
+
+
+def _was_added(body: str, name: str) -> bool:
+    """Whether `name` is in the lock because it was added to the input (uv's `# via -r requirements.in`)."""
+    block = blocks(body).get(name.lower(), "")
+    return f"-r {INPUT_NAME}" in block
 
 
 def _header(result: Resolution, options: LockOptions, command: str, lines: list[str], version: str) -> str:
@@ -115,8 +149,15 @@ def rehead(existing: str, result: Resolution, options: LockOptions, command: str
 def _uv_reason(stderr: str) -> str:
     """uv's own error and its causes, on one line (the full output is what `uv pip compile` prints by hand)."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    picked = [line for line in lines if line.startswith(("error:", "Caused by:", "×", "╰─▶"))] or lines[-1:]
-    return "; ".join(picked)[:600] or "no message"
+    causes = [line for line in lines if line.startswith(("Caused by:", "cause:"))]
+    picked = [line for line in lines if line.startswith(("error:", "×", "╰─▶"))] + causes[-1:] or lines[-1:]
+    return "; ".join(picked)[:900] or "no message"
+
+
+def failed_url(stderr: str) -> str | None:
+    """The URL uv says it failed to fetch (the user's configured index or the torch backend's), if any."""
+    match = re.search(r"(?:Failed to fetch|for url)[:\s(`]*(\w+://[^\s`)'\"]+)", stderr)
+    return match.group(1) if match else None
 
 
 def _quote(arg: str) -> str:

@@ -60,36 +60,30 @@ def exclude_newer(args: argparse.Namespace, matrix_version: str) -> str:
 
 def names_for(fmt: str) -> list[str]:
     from envcheck.emit import zipapp
-    from envcheck.emit.conda_lock import VIRTUAL_NAME
+    from envcheck.emit.conda_lock import COMMAND_NAME, VIRTUAL_NAME
 
     table = {"environment.yml": ["environment.yml"], "requirements": ["requirements.lock.txt"],
-             "conda-lock": ["environment.yml", VIRTUAL_NAME],
+             "conda-lock": ["environment.yml", VIRTUAL_NAME, COMMAND_NAME],
              "dockerfile": ["Dockerfile", "requirements.lock.txt", zipapp.NAME]}
     if fmt == "all":
         return sorted({n for names in table.values() for n in names})
     return table[fmt]
 
 
-def render_files(result, names: list[str], command: str, stamp: str) -> dict[str, str | bytes]:  # type: ignore[no-untyped-def]
-    """name -> text (bytes for envcheck.pyz) for the requested files (the lock runs uv)."""
+def render_files(result, exact, names: list[str], command: str, options) -> dict[str, str | bytes]:  # type: ignore[no-untyped-def]
+    """name -> text (bytes for envcheck.pyz) for the requested files, from one lock (`exact`, uv's output)."""
     from envcheck.emit import conda_lock, dockerfile, environment_yml, requirements, zipapp
     from envcheck.errors import UsageError
 
     files: dict[str, str | bytes] = {}
     if "environment.yml" in names:
-        files["environment.yml"] = environment_yml.render(result, command)
+        files["environment.yml"] = environment_yml.render(result, command, exact)
     if conda_lock.VIRTUAL_NAME in names:
         files[conda_lock.VIRTUAL_NAME] = conda_lock.virtual_packages(result, command)
+    if conda_lock.COMMAND_NAME in names:
+        files[conda_lock.COMMAND_NAME] = conda_lock.command_script(result, command)
     if "requirements.lock.txt" in names:
-        uv = requirements.find_uv()
-        if uv is None:
-            raise UsageError("uv is needed to write requirements.lock.txt (pip install uv)")
-        try:
-            also = zipapp.runtime_requirements(result.python) if "Dockerfile" in names else ()
-            options = requirements.LockOptions(stamp, uv, also)
-            files["requirements.lock.txt"] = requirements.render(result, options, command)
-        except requirements.LockError as error:
-            raise UsageError(str(error)) from None
+        files["requirements.lock.txt"] = requirements.render(result, options, command, exact.lock_body)
     if "Dockerfile" in names:
         if result.base_image_ref is None:
             raise UsageError(f"no CUDA {result.cuda} base image in the matrix: cannot write a Dockerfile")
@@ -99,10 +93,12 @@ def render_files(result, names: list[str], command: str, stamp: str) -> dict[str
 
 
 def run(args: argparse.Namespace) -> int:
+    from envcheck.emit import requirements, zipapp
     from envcheck.emit.conda_lock import run_conda_lock
     from envcheck.emit.writer import check_free, write
+    from envcheck.errors import UsageError
     from envcheck.formats.jsonfmt import dumps
-    from envcheck.resolve.cli import run_resolve
+    from envcheck.resolve.cli import exact_pins, progress_for, run_resolve
     from envcheck.resolve.render import impossible_dict, to_dict
     from envcheck.resolve.solver import Impossible
 
@@ -115,14 +111,19 @@ def run(args: argparse.Namespace) -> int:
         return 1
     names = names_for(args.format)
     check_free(args.output, names, args.force)
-    files = render_files(result, names, command_text(args),
-                         exclude_newer(args, matrix.data_version))
+    also = zipapp.runtime_requirements(result.python) if "Dockerfile" in names else ()
+    exact = exact_pins(args, matrix, result, also)
+    if not exact.locked:  # every file env writes holds exact pins: there is no fallback to write
+        raise UsageError(f"cannot lock the stack: {exact.note}")
+    options = requirements.LockOptions(exclude_newer(args, matrix.data_version), requirements.find_uv() or "uv", also)
+    files = render_files(result, exact, names, command_text(args), options)
     written = write(args.output, files)
-    notes = []
+    notes = [f"the resolver's pin {o}" for o in exact.outside]
     if args.format in ("conda-lock", "all") and not args.no_conda_lock:
+        progress_for(args)("checking conda-lock's channel and running conda-lock...")
         notes.append(run_conda_lock(args.output)[1])
     if args.json:
-        sys.stdout.write(dumps({"resolution": to_dict(result), "written": written, "notes": notes}))
+        sys.stdout.write(dumps({"resolution": to_dict(result, exact), "written": written, "notes": notes}))
     else:
         for path in written:
             print(f"wrote {path}")

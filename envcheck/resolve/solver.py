@@ -49,11 +49,17 @@ class Resolution:
     cuda: str
     torch_index: str  # "cu124"
     default_index: bool  # the default package index serves this variant (no --torch-backend needed)
-    pins: dict[str, str]  # name -> range handed to the lock ("==2.5.*"); python and cuda as X.Y
+    ranges: dict[str, str]  # name -> range the constraints allow, handed to the lock ("==2.5.*"); python, cuda X.Y
     base_image: CudaImage | None
     platform_glibc: str  # manylinux glibc of the lock's platform
     reasons: tuple[Reason, ...]
     warnings: tuple[str, ...]
+
+    @property
+    def pins(self) -> dict[str, str]:
+        """The ranges, under the name older emitters label with (the Dockerfile's LABEL); exact versions are
+        envcheck.resolve.exact.Exact.pins."""
+        return self.ranges
 
     @property
     def base_image_ref(self) -> str | None:
