@@ -68,6 +68,10 @@ def test_stack_dockerfile_passes_hadolint_and_ships_envcheck_beside_it(name: str
     text = dockerfile.read_text()
     assert "envcheck==" not in text and f"COPY --chmod=0755 {zipapp.NAME} /usr/local/bin/envcheck" in text
     assert text.rstrip().endswith("RUN envcheck doctor --no-deep --fail-on error")
+    # Base and uv images are build arguments (a mirror or a local stand-in replaces them); the index step takes an
+    # optional CA bundle as a secret, never from a file baked into the image.
+    assert "FROM ${UV_IMAGE} AS uv\n" in text and "FROM ${BASE_IMAGE}\n" in text and "\nFROM " not in text.split("FROM ${BASE_IMAGE}")[1]
+    assert "RUN --mount=type=secret,id=ca " in text and "UV_NO_CACHE=1" in text
     # envcheck.pyz runs on the venv's Python with the lock's packaging: the lock must hold it.
     assert "packaging" in blocks((ROOT / name / "requirements.lock.txt").read_text())
 
@@ -138,4 +142,4 @@ def test_top_level_dockerfile_passes_hadolint_and_names_a_real_stack() -> None:
     stack = text.split("ARG STACK=")[1].split()[0]
     base = text.split("ARG BASE_IMAGE=")[1].split()[0]
     assert stack in STACKS
-    assert f"FROM {base}\n" in (ROOT / stack / "Dockerfile").read_text()
+    assert f"ARG BASE_IMAGE={base}\n" in (ROOT / stack / "Dockerfile").read_text()
