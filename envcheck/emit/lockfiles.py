@@ -98,7 +98,7 @@ def readme() -> str:
              "Each Dockerfile COPYs `envcheck.pyz` from its own directory: build it there first with "
              "`python -m envcheck.emit.lockfiles --zipapp` (a deterministic zipapp of this checkout's envcheck; git "
              "ignores it), then `docker build lockfiles/<name>`. Or build one with the top-level Dockerfile, which "
-             "installs envcheck from source: `docker build --build-arg STACK=<name> --build-arg BASE_IMAGE=<its FROM> .`",
+             "installs envcheck from source: `docker build --build-arg STACK=<name> --build-arg BASE_IMAGE=<its BASE_IMAGE> .`",
              "", "| stack | resolved for | flags |", "| --- | --- | --- |"]
     lines += [f"| `{s.name}` | {s.what} | `{' '.join(s.flags)}` |" for s in STACKS]
     return "\n".join(lines) + "\n"
