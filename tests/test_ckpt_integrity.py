@@ -173,3 +173,22 @@ def test_deep_json_lists_every_file_hash(capsys):
     files = doc["checkpoints"][0]["files"]
     assert len(files) == 8 and all(len(f["sha256"]) == 64 for f in files)
     assert doc["checkpoints"][0]["bytes_read"] == sum(f["size"] for f in files)
+
+
+@pytest.mark.parametrize("want_hash", [False, True])
+def test_big_archives_split_between_threads_still_catch_a_flip(tmp_path, monkeypatch, want_hash):
+    """Above PARALLEL_BYTES the records' CRCs run on several threads (or beside the hash): same verdicts."""
+    monkeypatch.setattr(integrity, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(integrity, "PARALLEL", 3)
+    target = tmp_path / "optimizer.pt"
+    shutil.copy(ASSETS / "hf_run" / "checkpoint-2" / "optimizer.pt", target)
+    seen: list[int] = []
+    clean = integrity.check_file(str(tmp_path), "optimizer.pt", "zip", want_hash, None, seen.append)
+    assert clean.problems == () and 0 < sum(seen) <= target.stat().st_size
+    with open(target, "r+b") as handle:
+        handle.seek(target.stat().st_size * 2 // 3)
+        byte = handle.read(1)
+        handle.seek(-1, os.SEEK_CUR)
+        handle.write(bytes([byte[0] ^ 0x80]))
+    broken = integrity.check_file(str(tmp_path), "optimizer.pt", "zip", want_hash, None)
+    assert [p.kind for p in broken.problems] == ["corrupt"] and "CRC-32" in broken.problems[0].detail

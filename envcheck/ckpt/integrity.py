@@ -13,6 +13,7 @@ import os
 import struct
 import zipfile
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -21,6 +22,8 @@ from envcheck.ckpt.model import CORRUPT, MISSING, TRUNCATED, FileResult, Problem
 CHUNK = 4 << 20
 MAX_HEADER = 100_000_000          # safetensors' MAX_HEADER_SIZE
 MAX_JSON = 64 << 20
+PARALLEL = min(4, os.cpu_count() or 1)  # threads for one big file (hashlib and zlib release the GIL)
+PARALLEL_BYTES = 64 << 20
 DTYPE_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8,
               "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32,
               "F64": 64, "I64": 64, "U64": 64, "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}
@@ -151,39 +154,97 @@ def zip_spans(rel: str, path: str, size: int) -> tuple[list[_Span], list[Problem
     return sorted(spans, key=lambda s: s.start), problems, notes
 
 
+def _crc_spans(chunk: memoryview, offset: int, spans: list[_Span], index: int) -> int:
+    """Fold the chunk at `offset` into every span it overlaps; returns the first span not yet finished."""
+    end = offset + len(chunk)
+    while index < len(spans) and spans[index].start < end:
+        span = spans[index]
+        lo, hi = max(span.start, offset), min(span.end, end)
+        if hi > lo:
+            span.running = zlib.crc32(chunk[lo - offset:hi - offset], span.running)
+        if span.end > end:
+            break
+        index += 1
+    return index
+
+
+def _open(path: str) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+    return fd
+
+
+def _crc_range(path: str, spans: list[_Span], progress: Progress | None) -> int:
+    """CRC-32 of a run of spans, read with pread from the first span's start to the last one's end."""
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    fd = _open(path)
+    try:
+        offset, stop, index = spans[0].start, spans[-1].end, 0
+        while offset < stop:
+            got = os.preadv(fd, [view[:min(CHUNK, stop - offset)]], offset)
+            if not got:
+                break
+            index = _crc_spans(view[:got], offset, spans, index)
+            offset += got
+            if progress is not None:
+                progress(got)
+    finally:
+        os.close(fd)
+    return offset - spans[0].start
+
+
+def _split(spans: list[_Span], parts: int) -> list[list[_Span]]:
+    """Consecutive groups of spans with about the same number of bytes each."""
+    total = sum(s.end - s.start for s in spans)
+    groups: list[list[_Span]] = [[]]
+    done = 0
+    for span in spans:
+        if groups[-1] and done >= total * len(groups) / parts and len(groups) < parts:
+            groups.append([])
+        groups[-1].append(span)
+        done += span.end - span.start
+    return groups
+
+
 def stream(path: str, spans: list[_Span], want_hash: bool, progress: Progress | None,
            buffer: bytearray) -> tuple[int, str | None]:
-    """One sequential pass: CRC-32 of each span, sha256 of everything when asked. Returns (bytes read, digest)."""
+    """Read the file once in fixed-size chunks: CRC-32 of each zip span, sha256 of everything when asked.
+
+    sha256 must see the bytes in order, so with a hash the CRCs run beside it on a second core, chunk by chunk;
+    CRCs alone are independent per record, so a big archive's records are split between threads."""
+    size = os.path.getsize(path)
+    if not want_hash and spans and size >= PARALLEL_BYTES and PARALLEL > 1:
+        groups = [g for g in _split(spans, PARALLEL) if g]
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            return sum(pool.map(lambda g: _crc_range(path, g, progress), groups)), None
     digest = hashlib.sha256() if want_hash else None
     view = memoryview(buffer)
     offset, index = 0, 0
-    fd = os.open(path, os.O_RDONLY)
+    helper = ThreadPoolExecutor(max_workers=1) if digest is not None and spans and size >= PARALLEL_BYTES else None
+    fd = _open(path)
     try:
-        if hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
-        with os.fdopen(fd, "rb", buffering=0, closefd=False) as handle:
-            while True:
-                got = handle.readinto(buffer)
-                if not got:
-                    break
-                chunk = view[:got]
+        while True:
+            got = os.readv(fd, [view])
+            if not got:
+                break
+            chunk = view[:got]
+            if helper is not None:
+                pending = helper.submit(_crc_spans, chunk, offset, spans, index)
+                digest.update(chunk)  # type: ignore[union-attr]
+                index = pending.result()
+            else:
                 if digest is not None:
                     digest.update(chunk)
-                end = offset + got
-                while index < len(spans) and spans[index].start < end:
-                    span = spans[index]
-                    lo, hi = max(span.start, offset), min(span.end, end)
-                    if hi > lo:
-                        span.running = zlib.crc32(chunk[lo - offset:hi - offset], span.running)
-                    if span.end <= end:
-                        index += 1
-                    else:
-                        break
-                offset = end
-                if progress is not None:
-                    progress(got)
+                index = _crc_spans(chunk, offset, spans, index)
+            offset += got
+            if progress is not None:
+                progress(got)
     finally:
         os.close(fd)
+        if helper is not None:
+            helper.shutdown()
     return offset, digest.hexdigest() if digest is not None else None
 
 
