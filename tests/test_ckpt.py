@@ -289,3 +289,13 @@ def test_llamafactory_output_dir_is_recognized(capsys, copy):
     (run / "trainer_log.jsonl").write_text('{"current_steps": 4, "total_steps": 4, "loss": 3.86}\n')  # its marker
     _, doc = verify_json(capsys, run)
     assert by_name(doc, "checkpoint-4")["layouts"] == ["hf-trainer", "peft", "llamafactory"]
+
+
+def test_text_report_names_the_file_and_the_resume_choice(capsys, copy):
+    run = copy("hf_ds_zero2")
+    (run / "checkpoint-4" / "global_step4" / "zero_pp_rank_1_mp_rank_00_optim_states.pt").unlink()
+    code, out, err = ckpt(capsys, "verify", str(run))
+    assert code == 1 and err == ""
+    assert "checkpoint-4  incomplete" in out
+    assert "missing   global_step4/zero_pp_rank_1_mp_rank_00_optim_states.pt" in out
+    assert out.endswith(f"resume from: {run / 'checkpoint-2'} (newer ones are not whole)\n")

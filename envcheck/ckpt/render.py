@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from envcheck.ckpt.model import Report, Verdict
 
 
@@ -37,7 +35,7 @@ def resume_line(report: Report) -> str:
     chosen = report.resume_from.checkpoint
     newest = max((v.checkpoint.step or -1 for v in report.verdicts if v.checkpoint.resumable), default=-1)
     older = " (newer ones are not whole)" if (chosen.step or -1) < newest else ""
-    return f"resume from: {os.path.relpath(chosen.path) if not os.path.isabs(report.path) else chosen.path}{older}"
+    return f"resume from: {chosen.path}{older}"
 
 
 def skipped_lines(report: Report) -> list[str]:
