@@ -4,6 +4,7 @@ the zipapp emitted Dockerfiles COPY instead of installing envcheck from an index
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -102,8 +103,11 @@ def test_zipapp_runs_doctor_without_envcheck_or_nvml_installed(tmp_path: Path, b
     pyz.write_bytes(zipapp.build())
     check = subprocess.run([str(bare_python), "-c", "import pynvml"], capture_output=True)
     assert check.returncode != 0  # the probe must fall back to nvidia-smi and /proc without the NVML binding
+    # as the emitted Dockerfiles run it: with the image's venv active (VIRTUAL_ENV and PATH)
+    venv = bare_python.parent.parent
+    active = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run([str(bare_python), str(pyz), "doctor", "--json"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300)
+                          cwd=tmp_path, timeout=300, env=active)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert_valid_snapshot(report["snapshot"])
