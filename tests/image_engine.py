@@ -74,11 +74,13 @@ class Engine:
         return ["--root", str(self.root / "storage"), "--runroot", str(self.root / "run"),
                 "--storage-driver", "overlay"]
 
-    def run(self, tool: str, *args: str, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
+    def run(self, tool: str, *args: str, timeout: float = 1800,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([tool, *self._storage(), *args], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
         if check and done.returncode != 0:
-            raise EngineError(f"{tool} {' '.join(args[:3])} exit {done.returncode}:\n{(done.stdout + done.stderr)[-4000:]}")
+            output = (done.stdout + done.stderr)[-4000:]
+            raise EngineError(f"{tool} {' '.join(args[:3])} exit {done.returncode}:\n{output}")
         return done
 
     def make_base(self, rootfs: Path, image: str, env: dict[str, str]) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,8 +74,6 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, d
 def lean_lock(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A hashed lock of LEAN, resolved by the real uv for the stacks' platform, with the header line the top-level
     Dockerfile reads the Python version from."""
-    import subprocess
-
     uv = find_uv()
     if uv is None:
         pytest.skip("uv is not installed")
