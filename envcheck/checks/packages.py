@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envcheck.checks import check
 from envcheck.checks.facts import cc_key, gpu_capabilities, marker_environment
 from envcheck.checks.known_bad import known_bad_floors
+from envcheck.checks.requirements import parse_requirement
 from envcheck.checks.model import Evidence, Finding, Fix, Severity, Unevaluated
 from envcheck.checks.versions import major_minor
 from envcheck.matrix import Matrix
@@ -29,9 +29,8 @@ def _declared(snapshot: Snapshot, package: str) -> set[str]:
     names = set()
     environment = marker_environment(snapshot)
     for text in (snapshot.python.requires.get(package, ()) if snapshot.python else ()):
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
+        requirement = parse_requirement(text)
+        if requirement is None:
             continue
         marker = str(requirement.marker) if requirement.marker else None
         if requirement.specifier and query.marker_applies(marker, environment) is not False:
@@ -45,9 +44,8 @@ def requested_extra(snapshot: Snapshot, package: str, extra: str) -> str | None:
     environment = marker_environment(snapshot)
     for requester, texts in sorted((snapshot.python.requires if snapshot.python else {}).items()):
         for text in texts:
-            try:
-                requirement = Requirement(text)
-            except InvalidRequirement:
+            requirement = parse_requirement(text)
+            if requirement is None:
                 continue
             marker = str(requirement.marker) if requirement.marker else None
             if (canonicalize_name(requirement.name) == package and extra in requirement.extras

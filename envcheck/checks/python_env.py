@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Iterator
 
 from packaging.markers import InvalidMarker, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envcheck.checks import check
 from envcheck.checks.model import Evidence, Finding, Fix, Severity
+from envcheck.checks.requirements import parse_requirement
 from envcheck.snapshot import PythonEnv, Snapshot
 
 # Distributions whose compiled code links against one torch release's C++ ABI: a pin on another torch means the
@@ -41,9 +42,8 @@ def unmet_requirements(env: PythonEnv) -> Iterator[tuple[str, Requirement, str |
     """(requiring distribution, requirement, installed version or None) for each unmet requirement."""
     for name, requirements in sorted(env.requires.items()):
         for text in requirements:
-            try:
-                requirement = Requirement(text)
-            except InvalidRequirement:
+            requirement = parse_requirement(text)
+            if requirement is None:
                 continue
             if not _applies(requirement, env):
                 continue

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from envcheck.report import Report
     from envcheck.snapshot import load_snapshot
 
-    _warn_unknown_prefixes(args.select, args.ignore)
+    if args.select or args.ignore:  # importing every check to know their ids costs start-up time: only when asked
+        _warn_unknown_prefixes(args.select, args.ignore)
     # Parsing the matrix is pure Python; probing mostly waits on child processes: overlap the two.
     with ThreadPoolExecutor(max_workers=1) as pool:
         matrix_job = pool.submit(load_matrix, args.matrix)

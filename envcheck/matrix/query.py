@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -47,9 +49,14 @@ def marker_applies(marker: str | None, environment: dict[str, str]) -> bool | No
     if marker is None:
         return True
     try:
-        return Marker(marker).evaluate({**environment, "extra": ""})
+        return _marker(marker).evaluate({**environment, "extra": ""})
     except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
         return None
+
+
+@lru_cache(maxsize=4096)
+def _marker(text: str) -> Marker:
+    return Marker(text)
 
 
 def cuda_release(matrix: Matrix, cuda: str | None) -> CudaRelease | None:
