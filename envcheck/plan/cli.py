@@ -43,8 +43,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
                                   "Predict per-GPU and per-node host memory of a fine-tuning run, judge it against the "
                                   "hardware, and write a DeepSpeed config. JSON output: docs/plan-json.md.",
                                   ("envcheck plan 7B --method lora --gpu 4090",
-                                   "envcheck plan Qwen/Qwen2.5-7B --method full --gpus 8 --gpu H100 --zero auto",
-                                   "envcheck plan train.yaml --emit-ds-config ds.json"),
+                                   "envcheck plan ~/models/qwen2.5-7b/config.json --method full --gpus 8 --gpu H100",
+                                   "envcheck plan 13B --method full --gpu A100-80GB --emit-ds-config ds.json"),
                                   (("0", "the plan fits"), ("1", "it does not fit (the advice says what would)"))))
     p.add_argument("model", metavar="MODEL", help="a parameter count (7B, 8.03e9) or a Hugging Face config.json")
     p.add_argument("--method", choices=("full", "freeze", "lora", "qlora"), default="lora", help="default: lora")
