@@ -42,6 +42,8 @@ class Host:
     core_pattern: str | None = None
     overcommit_memory: int | None = None
     container: str | None = None
+    net_interfaces: tuple[str, ...] | None = None  # names under /sys/class/net, sorted; None when not readable
+    infiniband_devices: tuple[str, ...] | None = None  # names under /sys/class/infiniband; None when absent
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,14 @@ def _int_or_none(text: str | None) -> int | None:
     return int(value) if value.lstrip("-").isdigit() else None
 
 
+def class_names(root: str, directory: str) -> tuple[str, ...] | None:
+    """The entries of a /sys/class directory (network interfaces, InfiniBand devices), sorted; None if absent."""
+    try:
+        return tuple(sorted(os.listdir(os.path.join(root, directory.lstrip("/")))))
+    except OSError:
+        return None
+
+
 def probe_host(root: str = "/") -> tuple[Host, list[Skipped]]:
     skipped = []
     memory = meminfo(root)
@@ -150,5 +158,7 @@ def probe_host(root: str = "/") -> tuple[Host, list[Skipped]]:
         core_pattern=core_pattern.strip() if core_pattern is not None else None,
         overcommit_memory=_int_or_none(_read(root, "/proc/sys/vm/overcommit_memory")),
         container=container_kind(root),
+        net_interfaces=class_names(root, "/sys/class/net"),
+        infiniband_devices=class_names(root, "/sys/class/infiniband"),
     )
     return host, skipped
