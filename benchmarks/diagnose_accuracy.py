@@ -1,0 +1,137 @@
+"""Top-1 accuracy of `envcheck diagnose` on one split of the labelled corpus (tests/assets/diagnose/corpus/).
+
+Usage: python benchmarks/diagnose_accuracy.py [--split dev|test|all] [--corpus DIR] [--misses] [--json]
+
+For each `[[log]]` of labels.toml in the split: the primary cause `diagnose` names (offline: only the log) against
+the label, the `library` it names against the label's (when the label names one), per-cause precision/recall and
+a confusion table (label -> predicted). Beside it, a 14-regex toy: OUR RECONSTRUCTION of the baseline issue 17
+quotes (one regex per common cause, first match in the log wins, in the order below); it is not the original.
+While tuning, run only `--split dev` (the default): `test` is the held-out half, measured once by the lead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections import Counter, defaultdict
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(HERE, "tests", "assets", "diagnose", "corpus")
+
+# Our reconstruction of "a 14-regex toy" (issue 17): the most common message of each cause, first match wins.
+TOY = [
+    ("gpu_oom", r"CUDA out of memory|OutOfMemoryError"),
+    ("host_oom", r"return code = -9|exitcode\s*:\s*-9|Killed"),
+    ("segfault_abi_mismatch", r"undefined symbol"),
+    ("segfault_other", r"Segmentation fault|SIGSEGV|exitcode\s*:\s*-11"),
+    ("cuda_arch_unsupported", r"no kernel image is available|not compatible with the current PyTorch|"
+                              r"Unsupported gpu architecture"),
+    ("driver_too_old", r"driver on your system is too old|CUDA driver version is insufficient"),
+    ("cuda_toolkit_mismatch", r"mismatches the version that was used to compile PyTorch"),
+    ("missing_cuda_library", r"cannot open shared object file|cannot find -l"),
+    ("nccl_timeout", r"Watchdog caught collective operation timeout|NCCL.*[Tt]imeout"),
+    ("nccl_error", r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError"),
+    ("shm_too_small", r"/dev/shm|Bus error|shared memory"),
+    ("numpy_abi", r"compiled using NumPy 1\.x|numpy\.core\.multiarray failed to import|np\.\w+` was removed"),
+    ("torch_cpu_only", r"Torch not compiled with CUDA enabled"),
+    ("deepspeed_build_failure", r"Error building extension"),
+]
+_TOY = [(cause, re.compile(pattern)) for cause, pattern in TOY]
+
+
+def toy(text: str) -> str:
+    first: tuple[int, str] | None = None
+    for cause, regex in _TOY:
+        found = regex.search(text)
+        if found and (first is None or found.start() < first[0]):
+            first = (found.start(), cause)
+    return first[1] if first else "unknown"
+
+
+def load(corpus: str, split: str) -> list[dict]:
+    import tomllib
+
+    with open(os.path.join(corpus, "labels.toml"), "rb") as handle:
+        logs = tomllib.load(handle).get("log", [])
+    return [entry for entry in logs if split == "all" or entry.get("split") == split]
+
+
+def ours(path: str) -> tuple[str, str]:
+    from envcheck.diagnose.engine import Request, diagnose
+
+    result = diagnose(Request(logs=(path,), system=False))
+    if not result.causes:
+        return "unknown", ""
+    return result.causes[0].cause, getattr(result.causes[0], "library", "") or ""
+
+
+def score(rows: list[tuple[str, str]]) -> dict:
+    """rows: (label, predicted) -> accuracy, per-cause precision/recall, confusion."""
+    hits = sum(1 for label, got in rows if label == got)
+    per: dict[str, dict[str, float]] = {}
+    for cause in sorted({c for row in rows for c in row}):
+        tp = sum(1 for label, got in rows if label == got == cause)
+        predicted = sum(1 for _, got in rows if got == cause)
+        actual = sum(1 for label, _ in rows if label == cause)
+        per[cause] = {"support": actual, "precision": round(tp / predicted, 3) if predicted else 0.0,
+                      "recall": round(tp / actual, 3) if actual else 0.0}
+    confusion: dict[str, dict[str, int]] = defaultdict(dict)
+    for (label, got), n in Counter(rows).items():
+        confusion[label][got] = n
+    return {"n": len(rows), "correct": hits, "accuracy": round(hits / len(rows), 3) if rows else 0.0,
+            "per_cause": per, "confusion": dict(confusion)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="dev", choices=("dev", "test", "all"))
+    parser.add_argument("--corpus", default=CORPUS)
+    parser.add_argument("--misses", action="store_true", help="list each log whose primary cause is wrong")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    sys.path.insert(0, HERE)
+    entries = load(args.corpus, args.split)
+    if not entries:
+        print(f"no logs in split {args.split!r}", file=sys.stderr)
+        return 2
+    mine, baseline, library, misses = [], [], [0, 0], []
+    for entry in entries:
+        path = os.path.join(args.corpus, entry["file"])
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+        cause, lib = ours(path)
+        mine.append((entry["cause"], cause))
+        baseline.append((entry["cause"], toy(text)))
+        if entry.get("library"):
+            library[1] += 1
+            library[0] += int(lib.lower() == entry["library"].lower())
+        if cause != entry["cause"] or (entry.get("library") and lib.lower() != entry["library"].lower()):
+            misses.append((entry["id"], entry["cause"], cause, entry.get("library", ""), lib))
+    report = {"split": args.split, "envcheck": score(mine), "toy_reconstruction": score(baseline),
+              "library": {"labelled": library[1], "named_right": library[0]}}
+    if args.json:
+        print(json.dumps(report, indent=1, sort_keys=True))
+        return 0
+    e, t = report["envcheck"], report["toy_reconstruction"]
+    print(f"split {args.split}: {e['n']} logs")
+    print(f"envcheck diagnose top-1: {e['correct']}/{e['n']} = {e['accuracy']:.0%}")
+    print(f"14-regex toy (our reconstruction): {t['correct']}/{t['n']} = {t['accuracy']:.0%}")
+    print(f"library named right: {library[0]}/{library[1]}")
+    print(f"\n{'cause':<24} {'support':>7} {'precision':>9} {'recall':>6}   (envcheck)")
+    for cause, row in e["per_cause"].items():
+        print(f"{cause:<24} {row['support']:>7} {row['precision']:>9.2f} {row['recall']:>6.2f}")
+    print("\nconfusion (label -> predicted: count), envcheck:")
+    for label, row in sorted(e["confusion"].items()):
+        print(f"  {label:<24} " + ", ".join(f"{got}: {n}" for got, n in sorted(row.items(), key=lambda x: -x[1])))
+    if args.misses:
+        print("\nmisses (id, label, predicted, label library, named library):")
+        for miss in misses:
+            print("  " + " | ".join(miss))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
