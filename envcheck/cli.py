@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 # `NAME`, `add_parser(subparsers)` (cheap: argparse only) and `run(args) -> int` (imports the heavy parts).
 PLUGIN_COMMANDS: tuple[str, ...] = (
     "envcheck.probes.cli", "envcheck.doctor.cli", "envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli", "envcheck.resolve.env_cli",
-    "envcheck.ckpt.cli",
+    "envcheck.ckpt.cli", "envcheck.fleet.cli",
 )
 
 
