@@ -51,6 +51,11 @@ def toy(text: str) -> str:
     return first[1] if first else "unknown"
 
 
+def _lib(name: str) -> str:
+    """libcublasLt.so.11 and libcublasLt name one library."""
+    return name.lower().split(".so")[0]
+
+
 def load(corpus: str, split: str) -> list[dict]:
     import tomllib
 
@@ -105,10 +110,11 @@ def main() -> int:
         cause, lib = ours(path)
         mine.append((entry["cause"], cause))
         baseline.append((entry["cause"], toy(text)))
+        right = _lib(lib) == _lib(entry.get("library", ""))
         if entry.get("library"):
             library[1] += 1
-            library[0] += int(lib.lower() == entry["library"].lower())
-        if cause != entry["cause"] or (entry.get("library") and lib.lower() != entry["library"].lower()):
+            library[0] += int(right)
+        if cause != entry["cause"] or (entry.get("library") and not right):
             misses.append((entry["id"], entry["cause"], cause, entry.get("library", ""), lib))
     report = {"split": args.split, "envcheck": score(mine), "toy_reconstruction": score(baseline),
               "library": {"labelled": library[1], "named_right": library[0]}}

@@ -15,7 +15,8 @@ from envcheck.diagnose.core import CoreReport
 from envcheck.diagnose.exitcodes import PRIORS, ExitInfo
 from envcheck.diagnose.kernel import KernelEvents
 from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanResult
-from envcheck.diagnose.symbols import describe_line
+from envcheck.diagnose.structure.model import Event
+from envcheck.diagnose.symbols import describe_line, library_of
 from envcheck.diagnose.window import run_like
 
 MAX_CONFIDENCE = 0.99
@@ -34,6 +35,12 @@ class _Draft:
     signatures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     findings: list[LinkedFinding] = field(default_factory=list)
+    library: tuple[int, str] | None = None  # (line, name): the earliest line that names the library to blame
+    first: int = 1 << 62  # the earliest log line of its evidence
+
+    def blame(self, line: int | None, library: str) -> None:
+        if library and (self.library is None or (line or 0) < self.library[0]):
+            self.library = (line or 0, library)
 
     def support(self, source: str, confidence: float, title: str = "", explanation: str = "") -> None:
         self.strength[source] = max(self.strength.get(source, 0.0), confidence)
@@ -49,7 +56,7 @@ class _Draft:
 
 def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: ExitInfo | None,
             kernel: KernelEvents | None, core: CoreReport | None, log_pids: set[int],
-            findings: tuple[Finding, ...] = ()) -> tuple[Cause, ...]:
+            findings: tuple[Finding, ...] = (), events: tuple[Event, ...] = ()) -> tuple[Cause, ...]:
     drafts: dict[str, _Draft] = {}
 
     def draft(cause: str) -> _Draft:
@@ -70,6 +77,10 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         note = describe_line(found.hits[0].text)
         if note and note not in d.notes:
             d.notes.append(note)
+        d.blame(found.hits[0].line, library_of(found.hits[0].text))
+        d.first = min(d.first, found.hits[0].line)
+
+    _structure_evidence(events, draft, drafts, context)
 
     if exit_info and exit_info.signal in PRIORS:
         prior = PRIORS[exit_info.signal]
@@ -92,13 +103,35 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
 
     _link_findings(drafts, findings)
     causes = [_freeze(d) for d in drafts.values() if d.strength]
-    causes.sort(key=lambda c: (-c.confidence, c.cause))
+    order = {d.cause: d.first for d in drafts.values()}
+    causes.sort(key=lambda c: (-c.confidence, order.get(c.cause, 1 << 62), c.cause))
     if causes and context:
         first = causes[0]
         causes[0] = Cause(first.cause, first.confidence, first.title, first.explanation,
                           first.evidence + tuple(e for e in context[:3] if e not in first.evidence), first.fixes,
-                          first.signatures, first.findings)
+                          first.signatures, first.findings, first.library)
     return tuple(causes)
+
+
+def _structure_evidence(events: tuple[Event, ...], draft, drafts: dict[str, _Draft],  # type: ignore[no-untyped-def]
+                        context: list[Evidence]) -> None:
+    """The structure layer's events, in log order. A symptom (a peer that exited, a launcher's summary) is a cause
+    only when nothing else explains the failure; a faulthandler dump makes "enable faulthandler" advice moot."""
+    roots = [e for e in events if not e.symptom]
+    for event in roots or events:
+        d = draft(event.cause)
+        d.support("log", event.confidence, event.title, event.explanation)
+        d.evidence.append(Evidence("log", event.line, event.text, event.file))
+        d.fixes.insert(0, Fix(event.fix, event.commands))
+        d.blame(event.line, event.library)
+        d.first = min(d.first, event.line)
+        if event.source and f"source: {event.source}" not in d.notes:
+            d.notes.append(f"source: {event.source}")
+    if roots:
+        context.extend(Evidence("log", e.line, e.text, e.file) for e in events if e.symptom)
+    if any(e.kind == "faulthandler" for e in events):
+        for d in drafts.values():
+            d.fixes = [f for f in d.fixes if "faulthandler" not in f.summary]
 
 
 def _kernel_evidence(kernel: KernelEvents, exit_info: ExitInfo | None, log_pids: set[int], draft) -> None:  # type: ignore[no-untyped-def]
@@ -168,4 +201,4 @@ def _freeze(d: _Draft) -> Cause:
             places.add(place)
             evidence.append(item)
     return Cause(d.cause, d.confidence(), d.title, explanation.strip(), tuple(evidence[:12]), tuple(fixes),
-                 tuple(d.signatures), tuple(d.findings))
+                 tuple(d.signatures), tuple(d.findings), d.library[1] if d.library else "")

@@ -14,6 +14,7 @@ from envcheck.diagnose.combine import combine
 from envcheck.diagnose.model import Diagnosis, Evidence, Ignored, ScanResult, Skipped
 from envcheck.diagnose.scan import Matcher, Progress, scan
 from envcheck.diagnose.source import open_log
+from envcheck.diagnose.structure import events as structure
 from envcheck.errors import UsageError
 
 _CRASH_SIGNALS = {"SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE"}
@@ -78,12 +79,14 @@ def diagnose(request: Request, progress: Progress | None = None,
         exit_info = exitcodes.ExitInfo(None, core_report.signal, f"the core says: {core_report.signal}")
 
     findings = _findings(request, matrix, capture, skipped)
-    causes = combine(result, signatures, exit_info, events, core_report, log_pids | run.pids, findings)
-    last = result.exceptions[0] if result and result.exceptions else None
+    structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks)) if result else ([], [])
+    causes = combine(result, signatures, exit_info, events, core_report, log_pids | run.pids, findings,
+                     tuple(structured))
+    first = structure.first_error(list(result.excerpt), parsed) if result else None
     return Diagnosis(
         causes, exit_info.code if exit_info else None, exit_info.signal if exit_info else None,
         exit_info.meaning if exit_info else None, result.files if result else (), result.bytes_read if result else 0,
-        result.lines if result else 0, Evidence("log", last.line, last.text, last.file) if last else None,
+        result.lines if result else 0, Evidence("log", first.number, first.text, first.file) if first else None,
         tuple(skipped), run, ignored)
 
 

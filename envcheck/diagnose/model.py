@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from envcheck.checks.model import Fix  # noqa: F401  (one fix record for doctor findings and diagnose causes)
 
@@ -37,6 +38,8 @@ class ScanResult:
     first_time: datetime | None = None  # the earliest and latest line stamps of the logs (the run's window)
     last_time: datetime | None = None
     pids: frozenset[int] = frozenset()  # process ids the logs name (launchers' reports, pid=N, Killed process N)
+    excerpt: tuple[Any, ...] = ()  # structure.model.Line: the lines the structure layer reads, in log order
+    blocks: tuple[Any, ...] = ()  # (list[Line], prefix length): the traceback blocks, in log order
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Cause:
     fixes: tuple[Fix, ...]
     signatures: tuple[str, ...] = ()
     findings: tuple[LinkedFinding, ...] = ()
+    library: str = ""  # the library or module the log blames (flash_attn_2_cuda, libcurand, transformers), or ""
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def _cause(c: Cause) -> dict[str, Any]:
         "cause": c.cause, "confidence": c.confidence, "title": c.title, "explanation": c.explanation,
         "evidence": [{"source": e.source, "line": e.line, "text": e.text, "file": e.file} for e in c.evidence],
         "fixes": [{"summary": f.summary, "commands": list(f.commands)} for f in c.fixes],
-        "signatures": list(c.signatures),
+        "signatures": list(c.signatures), "library": c.library or None,
         "findings": [{"id": f.id, "severity": f.severity, "title": f.title, "detail": f.detail} for f in c.findings],
     }
 
@@ -54,7 +54,8 @@ def to_text(d: Diagnosis) -> str:
                                                    f"{d.first_exception.text}" if d.first_exception else ""))
     for rank, c in enumerate(d.causes, 1):
         label = "primary cause" if rank == 1 else f"cause {rank}"
-        out.append(f"\n{label}: {c.cause} (confidence {c.confidence:.2f}) - {c.title}")
+        blame = f" [{c.library}]" if c.library else ""
+        out.append(f"\n{label}: {c.cause}{blame} (confidence {c.confidence:.2f}) - {c.title}")
         out.append(f"  {c.explanation}")
         for e in c.evidence[:6]:
             where = f"{e.file}:{e.line}" if e.file and e.line else e.file or e.source

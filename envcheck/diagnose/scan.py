@@ -9,6 +9,7 @@ kept hits per signature are all that is held.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -16,6 +17,8 @@ from envcheck.diagnose.literals import anchor
 from envcheck.diagnose.model import Hit, ScanResult, SignatureHits
 from envcheck.diagnose.source import OpenedLog
 from envcheck.diagnose.stamps import LogStamps
+from envcheck.diagnose.structure.events import ANCHORS as STRUCTURE
+from envcheck.diagnose.structure.model import Line
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 64 * 1024  # longer lines are matched in segments of this size
@@ -35,6 +38,10 @@ RECENT = 256 * 1024
 _PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})(?!\d)"
                    rb"|:\s+(\d{2,9})\s+(?:Killed|Segmentation fault|Bus error|Aborted)\b")
 MAX_PIDS = 512
+EXCERPT = 4000  # structure lines kept: the first EXCERPT and the last EXCERPT // 4 (bounded memory)
+BLOCKS = 200  # traceback blocks kept: the first BLOCKS and the last BLOCKS // 4
+BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
+BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
 
 Progress = Callable[[str, int, "int | None"], None]
 
@@ -58,7 +65,7 @@ class Matcher:
         self.rules = tuple(rules)
         self.anchored = tuple(r for r in rules if r.anchor)
         self.unanchored = tuple(r for r in rules if not r.anchor)
-        self.anchors = tuple(sorted({r.anchor for r in self.anchored} | {TRACEBACK}))  # type: ignore[arg-type]
+        self.anchors = tuple(sorted({r.anchor for r in self.anchored} | {TRACEBACK} | set(STRUCTURE)))  # type: ignore[arg-type]
         self._cache: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
 
     def prefilter(self, sample: bytes) -> re.Pattern[bytes]:
@@ -86,6 +93,17 @@ class _Tally:
     kept: dict[str, list[Hit]] = field(default_factory=dict)
     exceptions: list[Hit] = field(default_factory=list)
     pids: set[int] = field(default_factory=set)
+    excerpt: list[Line] = field(default_factory=list)
+    excerpt_tail: deque[Line] = field(default_factory=lambda: deque(maxlen=EXCERPT // 4))
+    blocks: list[tuple[list[Line], int]] = field(default_factory=list)
+    blocks_tail: deque[tuple[list[Line], int]] = field(default_factory=lambda: deque(maxlen=BLOCKS // 4))
+
+    def note(self, file: str, line: int, raw: bytes) -> None:
+        kept = Line(file, line, _text(raw))
+        (self.excerpt if len(self.excerpt) < EXCERPT else self.excerpt_tail).append(kept)
+
+    def block(self, lines: list[Line], prefix: int) -> None:
+        (self.blocks if len(self.blocks) < BLOCKS else self.blocks_tail).append((lines, prefix))
 
     def add(self, rule_id: str, file: str, line: int, raw: bytes) -> None:
         n = self.counts.get(rule_id, 0) + 1
@@ -140,6 +158,8 @@ class _Scanner:
             line = data[start:end]
             if TRACEBACK in line:
                 self._traceback(data, start, end, cursor_line)
+            elif any(a in line for a in STRUCTURE):
+                self.tally.note(self.name, cursor_line, line)
             for rule in m.anchored:
                 if rule.anchor in line and rule.regex.search(line):  # type: ignore[operator]
                     self.tally.add(rule.id, self.name, cursor_line, line)
@@ -159,24 +179,39 @@ class _Scanner:
             self.tally.pids.add(int(a or b))
 
     def _traceback(self, data: bytes, start: int, end: int, line: int) -> None:
-        """Keep the exception line that ends this traceback: the next line, under the header's prefix, that is
-        not indented (torchrun prefixes every line of a rank with '[rankN]: ')."""
+        """Keep this traceback's block (header, frames, the exception line and BLOCK_TAIL lines after it) and its
+        exception line: the next line, under the header's prefix, that is not indented (torchrun prefixes every
+        line of a rank with '[rankN]: '). A new header under the same prefix ends the search, so a log of
+        tracebacks is read in linear time (each line belongs to one traceback of its prefix)."""
         header = data[start:end]
         prefix = header[:header.find(TRACEBACK)]
-        pos = end
+        kept = [Line(self.name, line, _text(header))]
+        pos, exception_at = end, 0
         for offset in range(1, _PROBE_LINES):
             if pos >= len(data):
-                return
+                break
             nxt = data.find(b"\n", pos + 1)
             nxt = len(data) if nxt < 0 else nxt
             candidate = data[pos + 1:nxt]
-            if candidate.startswith(prefix):
-                body = candidate[len(prefix):]
-                if body and body[:1] not in b" \t" and not body.startswith(TRACEBACK):
-                    if not body.startswith((b"During handling", b"The above exception")):
-                        self.tally.exception(self.name, line + offset, candidate)
-                        return
             pos = nxt
+            if not candidate.startswith(prefix):
+                continue
+            body = candidate[len(prefix):]
+            if body.startswith(TRACEBACK):
+                break
+            if exception_at:
+                if not body.strip() or offset > exception_at + BLOCK_TAIL:
+                    break
+                kept.append(Line(self.name, line + offset, _text(candidate)))
+                continue
+            if len(kept) > BLOCK_FRAMES:  # a deep stack: the header and the innermost frames are what tell
+                del kept[1]
+            kept.append(Line(self.name, line + offset, _text(candidate)))
+            if body and body[:1] not in b" \t":
+                if not body.startswith((b"During handling", b"The above exception")):
+                    self.tally.exception(self.name, line + offset, candidate)
+                    exception_at = offset
+        self.tally.block(kept, len(prefix.decode("utf-8", errors="replace")))
 
 
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
@@ -212,4 +247,5 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
         rule_id: SignatureHits(rule_id, count, tuple(tally.kept[rule_id])) for rule_id, count in tally.counts.items()
     }
     return ScanResult(tuple(names), total_bytes, total_lines, by_signature, tuple(tally.exceptions),
-                      min(firsts) if firsts else None, max(lasts) if lasts else None, frozenset(tally.pids))
+                      min(firsts) if firsts else None, max(lasts) if lasts else None, frozenset(tally.pids),
+                      (*tally.excerpt, *tally.excerpt_tail), (*tally.blocks, *tally.blocks_tail))

@@ -37,3 +37,28 @@ def describe_line(text: str) -> str | None:
     if found:
         return f"the dynamic loader cannot find {found.group('lib')}"
     return None
+
+
+_SO_NAME = re.compile(r"(?:^|[/\\\s'\"])(?P<name>[A-Za-z_][\w-]*?)(?:\.cpython-[^\s:/'\"]*|\.abi3)?\.so\b")
+_LINK = re.compile(r"cannot find -l(?P<lib>[\w+.-]+)")
+_MODULE = re.compile(r"No module named '(?P<mod>[\w]+)")
+
+
+def library_of(text: str) -> str:
+    """The library a loader/linker/import line names: flash_attn_2_cuda (an extension's .so), libcudnn (a missing
+    .so.N), libcurand (ld's -lcurand), the missing module; "" when it names none."""
+    for regex in (_UNDEFINED, _MISSING):
+        found = regex.search(text)
+        if found:
+            path = found.group("lib")
+            named = _SO_NAME.search(" " + os.path.basename(path))
+            name = named.group("name") if named else os.path.basename(path)
+            parent = os.path.basename(os.path.dirname(path))
+            return f"{parent}.{name}" if name.startswith("_") and parent else name  # vllm/_C.abi3.so: vllm._C
+    found = _LINK.search(text)
+    if found:
+        return f"lib{found.group('lib')}"
+    found = _MODULE.search(text)
+    if found:
+        return found.group("mod")
+    return "numpy" if "NumPy" in text else ""

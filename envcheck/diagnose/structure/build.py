@@ -1,0 +1,74 @@
+"""Compiler, linker and ninja output of a source build (a DeepSpeed JIT op, flash-attn, a setup.py extension):
+which library the linker cannot find, which GPU architecture nvcc rejects."""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.diagnose.structure.model import Event, Line
+
+ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal")
+NINJA = (b"TORCH_EXTENSION_NAME=", b"NCCL INFO")
+# ninja: "FAILED: <target>" ; torch.utils.cpp_extension passes -DTORCH_EXTENSION_NAME=<op> on every compile line.
+_FAILED = re.compile(r"^\W{0,3}FAILED: (?P<target>\S+)")
+_EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")
+# NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
+_NCCL_TRACE = re.compile(r"NCCL INFO [\w/.]+\.(?:cc|h|cpp):\d+ -> (?P<code>[1-9])\b")
+# GNU ld (binutils ld/ldfile.c): "cannot find -lNAME"; lld: "unable to find library -lNAME".
+_LD = re.compile(r"(?:\bld(?:\.\w+)?|collect2|lld)\b.*?(?:cannot find|unable to find library) -l(?P<lib>[\w+.-]+)")
+_CUDA_LIBS = ("cudart", "cublas", "cublasLt", "curand", "cufft", "cusparse", "cusolver", "cudnn", "nccl", "nvrtc",
+              "cuda", "nvToolsExt", "cupti", "nvJitLink")
+# nvcc (CUDA toolkit): "nvcc fatal   : Unsupported gpu architecture 'compute_89'".
+_NVCC = re.compile(r"nvcc fatal\s*:\s*Unsupported gpu architecture '?(?P<arch>\w+)")
+
+
+def events(lines: list[Line]) -> list[Event]:
+    found = []
+    names = [m.group("name") for m in (_EXT_NAME.search(line.text) for line in lines) if m]
+    nccl_trace = next((line for line in lines if _NCCL_TRACE.search(line.text)), None)
+    if nccl_trace is not None:
+        found.append(Event(
+            "nccl_trace", "nccl_error", 0.45, "An NCCL call failed (NCCL's error trace)",
+            "NCCL logged the chain of functions that returned an error (`file:line -> code`); the first WARN line "
+            "above it, if any, says why.", "Re-run with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET) and read the "
+            "first NCCL WARN; check the network interface (NCCL_SOCKET_IFNAME) and IB.", nccl_trace.file,
+            nccl_trace.number, nccl_trace.text, "NCCL src/include/checks.h (NCCLCHECK's INFO trace)", "nccl",
+            ("export NCCL_DEBUG=INFO",)))
+    for line in lines:
+        failed = _FAILED.search(line.text)
+        if failed and (names or ".cuda.o" in failed.group("target") or ".so" in failed.group("target")):
+            found.append(Event(
+                "ninja", "deepspeed_build_failure", 0.6, "Building a compiled op failed (ninja)",
+                "ninja could not build a torch C++/CUDA extension (a DeepSpeed op JIT-build or a source install); "
+                "the compiler's first error above this line says why.",
+                "Read the first compiler error before FAILED; install the CUDA toolkit matching torch.version.cuda "
+                "and a supported gcc, or install the prebuilt op (DS_BUILD_OPS=0 for JIT).",
+                line.file, line.number, line.text, "ninja (FAILED: target); torch/utils/cpp_extension.py",
+                names[0] if names else "", symptom=False))
+            continue
+        ld = _LD.search(line.text)
+        if ld:
+            lib = ld.group("lib")
+            cuda = lib in _CUDA_LIBS or lib.startswith(("cu", "nv"))
+            found.append(Event(
+                "linker", "missing_cuda_library" if cuda else "deepspeed_build_failure", 0.92 if cuda else 0.6,
+                f"The linker cannot find lib{lib} while building an extension",
+                f"ld could not find lib{lib}.so while linking a compiled op (a DeepSpeed JIT op or a source "
+                "build): the CUDA toolkit's library directory is not on the linker's path, or the toolkit lacks it.",
+                f"Point the linker at the toolkit's libraries (export LIBRARY_PATH=$CUDA_HOME/lib64:$LIBRARY_PATH, "
+                f"or symlink lib{lib}.so into it), or install the toolkit package that has lib{lib}.",
+                line.file, line.number, line.text, "binutils ld/ldfile.c: \"cannot find -l%s\"", f"lib{lib}",
+                ("ls $CUDA_HOME/lib64 | grep -i " + lib, "export LIBRARY_PATH=$CUDA_HOME/lib64:$LIBRARY_PATH")))
+            continue
+        nvcc = _NVCC.search(line.text)
+        if nvcc:
+            arch = nvcc.group("arch")
+            found.append(Event(
+                "nvcc", "cuda_arch_unsupported", 0.92, f"nvcc does not know the GPU architecture {arch}",
+                f"The CUDA toolkit's nvcc is older than the GPU architecture the build asks for ({arch}): a source "
+                "build (TORCH_CUDA_ARCH_LIST, or the GPU detected) needs a newer toolkit.",
+                "Install a CUDA toolkit that supports this GPU (compute_89/90 need 11.8+, compute_100/120 need "
+                "12.8+), or set TORCH_CUDA_ARCH_LIST to architectures this nvcc knows.",
+                line.file, line.number, line.text, "CUDA toolkit nvcc: \"Unsupported gpu architecture\"", "",
+                ("nvcc --version", "nvcc --list-gpu-arch")))
+    return found

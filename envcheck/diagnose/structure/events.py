@@ -1,0 +1,34 @@
+"""Read the scan's excerpt into Events: every structure module over the same lines, in one call."""
+
+from __future__ import annotations
+
+from envcheck.diagnose.structure import build, faulthandler, installer, nccl, tracebacks, xid
+from envcheck.diagnose.structure.model import Event, Line
+from envcheck.diagnose.structure.tracebacks import Traceback
+
+# Error lines of any kind, for the honest unknown: the first one is shown when no known cause matched.
+ERRORS = (b"Error: ", b"error: ", b"FAILED", b"fatal: ")
+ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faulthandler.ANCHORS, *installer.ANCHORS,
+                              *tracebacks.ANCHORS, *build.NINJA,
+                              *ERRORS)
+
+
+def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[list[Event], list[Traceback]]:
+    """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix."""
+    parsed = [tb for tb in (tracebacks.parse(block, prefix) for block, prefix in blocks) if tb is not None]
+    found: list[Event] = []
+    for module in (xid, build, nccl, faulthandler, installer):
+        found += module.events(lines)
+    found += tracebacks.events(parsed + tracebacks.loose(lines, parsed))
+    found.sort(key=lambda e: (e.file, e.line))
+    return found, parsed
+
+
+def first_error(lines: list[Line], parsed: list[Traceback]) -> Line | None:
+    """The first real exception (a launcher's summary is not one) or, without any, the first error line."""
+    real = [tb for tb in parsed if not tb.symptom]
+    if real:
+        first = min(real, key=lambda tb: (tb.file, tb.line))
+        return Line(first.file, first.line, first.text)
+    errors = [line for line in lines if any(e.decode() in line.text for e in ERRORS)]
+    return errors[0] if errors else (Line(parsed[0].file, parsed[0].line, parsed[0].text) if parsed else None)

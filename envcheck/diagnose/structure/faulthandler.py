@@ -1,0 +1,59 @@
+"""faulthandler dumps: "Fatal Python error: Segmentation fault", the frames (most recent call first) and the
+"Extension modules:" list; the package on top of the stack is the one to blame."""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.diagnose.structure.model import Event, Line
+
+ANCHORS = (b"Fatal Python error", b"most recent call first", b"Extension modules:", b"Segmentation fault")
+_BARE = re.compile(r"Segmentation fault")
+_FATAL = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus error|Aborted|Floating point exception|"
+                    r"Illegal instruction)")
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+ in (?P<func>\S+)')
+_PKG = re.compile(r"(?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_]\w*)")
+_EXTENSIONS = re.compile(r"Extension modules: (?P<mods>.*?)(?: \(total: \d+\))?$")
+# Packages whose compiled extension is built against one torch/CUDA ABI: a crash in them is usually that mismatch.
+COMPILED = ("flash_attn", "xformers", "bitsandbytes", "deepspeed", "apex", "vllm", "mamba_ssm", "causal_conv1d",
+            "flashinfer", "auto_gptq", "awq", "exllamav2", "torch_scatter", "torch_sparse", "transformer_engine")
+
+
+def events(lines: list[Line]) -> list[Event]:
+    found: list[Event] = []
+    if not any(_FATAL.search(line.text) for line in lines):
+        bare = next((line for line in lines if _BARE.search(line.text)), None)
+        if bare is not None:  # a shell's or the user's report of SIGSEGV, with nothing to name the library
+            found.append(Event("segfault", "segfault_other", 0.55, "Segmentation fault",
+                               "The process died of SIGSEGV in native code; the log names no library.",
+                               "Re-run with python -X faulthandler (or take a core and run gdb's bt) to see which "
+                               "library crashed.", bare.file, bare.number, bare.text, "signal(7): SIGSEGV"))
+        return found
+    for i, line in enumerate(lines):
+        fatal = _FATAL.search(line.text)
+        if not fatal:
+            continue
+        top, extensions = "", []
+        for later in lines[i + 1:i + 60]:
+            frame = _FRAME.search(later.text)
+            if frame and not top:
+                pkg = _PKG.search(frame.group("path"))
+                top = pkg.group("pkg") if pkg else ""
+            ext = _EXTENSIONS.search(later.text)
+            if ext:
+                extensions = [m.strip() for m in ext.group("mods").split(",")]
+                break
+        library = next((m for m in extensions if top and m.split(".")[0].startswith(top)), top)
+        compiled = any(library.startswith(p) for p in COMPILED)
+        found.append(Event(
+            "faulthandler", "segfault_abi_mismatch" if compiled else "segfault_other", 0.85 if compiled else 0.75,
+            f"{fatal.group('what')} in {library or 'native code'} (faulthandler)",
+            f"faulthandler shows the crash under {library or 'a native frame'}"
+            + (": a compiled extension, most often built for another torch/CUDA than the one installed."
+               if compiled else "."),
+            (f"Reinstall {library.split('.')[0]} built for the installed torch/CUDA (pip install --no-build-isolation "
+             f"--force-reinstall, or the wheel matching torch, CUDA and the C++ ABI)." if compiled else
+             "Run the crashing call alone to reproduce; print the native stack with gdb from the core."),
+            line.file, line.number, line.text, "CPython Python/faulthandler.c (Fatal Python error, Extension modules)",
+            library))
+    return found

@@ -1,0 +1,68 @@
+"""Installer and environment lines: pip's resolver conflicts, transformers' require_version, a CPU-only torch seen
+only in its version string, a full disk outside a traceback, a DataLoader shm message in other capitals."""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.diagnose.structure.model import Event, Line
+
+ANCHORS = (b"conflicting dependencies", b"dependency resolver", b"is required for a normal functioning",
+           b"+cpu", b"space left on device", b"Errno 28", b"encountered in worker")
+# pip src/pip/_internal/resolution/resolvelib/factory.py and req/req_install.py (the resolver's messages).
+_PIP = re.compile(r"ERROR: Cannot install (?P<what>.+?) because these package versions have conflicting|"
+                  r"ERROR: pip's dependency resolver does not currently take into account.*|"
+                  r"^(?P<pkg>[\w.-]+) [\w.+-]+ requires (?P<req>[\w.-]+)[^,]*, but you have")
+# transformers/utils/versions.py _compare_versions: "{req} is required for a normal functioning of this module,
+# but found {pkg}=={got}".
+_REQUIRE = re.compile(r"(?P<req>[\w.-]+)[<>=!~]=?[\w.*]+ is required for a normal functioning of this module, "
+                      r"but found (?P<pkg>[\w.-]+)==(?P<got>\S+)")
+_CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version)?\s*[:=]*\s*v?(?P<v>\d+\.\d+(?:\.\d+)?)\+cpu\b")
+_NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]")
+_SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory", re.I)
+_DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
+
+
+def events(lines: list[Line]) -> list[Event]:
+    found = []
+    for line in lines:
+        text = line.text
+        req = _REQUIRE.search(text)
+        pip = None if req else _PIP.search(text)
+        if req or pip:
+            lib = req.group("pkg") if req else (pip.group("req") or pip.group("pkg") or "") if pip else ""  # type: ignore[union-attr]
+            found.append(Event(
+                "installer", "version_conflict", 0.85 if req else 0.7, "Incompatible package versions",
+                "A package requires another at a version that is not the installed one ("
+                + ("transformers' require_version check" if req else "pip's resolver") + " says which).",
+                "Install the versions the message asks for (pip install '<package>==<required>'), or pin the "
+                "stack with a lock file.", line.file, line.number, text,
+                "transformers/utils/versions.py _compare_versions" if req else
+                "pip _internal/resolution (resolver conflict messages)", lib.lower()))
+        elif _CPU_TORCH.search(text):
+            found.append(Event(
+                "cpu_torch", "torch_cpu_only", 0.6, "torch is a CPU-only build (+cpu)",
+                "The torch version string ends in +cpu: this build has no CUDA, so every .cuda() call and GPU "
+                "launcher fails.", "Install a CUDA build of torch (pip install torch --index-url "
+                "https://download.pytorch.org/whl/cu124, for the CUDA your driver supports).",
+                line.file, line.number, text, "PyTorch wheel local version labels (+cpu, +cuXYZ)", "torch",
+                ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
+        elif _NOSPACE.search(text):
+            shm = bool(_SHM_WORDS.search(text))
+            found.append(Event(
+                "disk_full" if not shm else "shm_full", "shm_too_small" if shm else "disk_full", 0.85,
+                "/dev/shm is full" if shm else "The disk is full (No space left on device)",
+                "A write to /dev/shm failed: it is too small (containers default to 64 MB)." if shm else
+                "A write failed with ENOSPC: the file system of the output, checkpoint or cache directory (or the "
+                "container's overlay) is full.",
+                "Give the container more /dev/shm (--shm-size=16g or --ipc=host)." if shm else
+                "Free space or write checkpoints/caches elsewhere (output_dir, HF_HOME, TMPDIR, pip's cache); "
+                "in a container, mount a volume for them.", line.file, line.number, text, "errno ENOSPC (28)", "",
+                ("df -h /dev/shm" if shm else "df -h . $HF_HOME /tmp",)))
+        elif _DL_BUS.search(text):
+            found.append(Event(
+                "dataloader_bus", "shm_too_small", 0.9, "DataLoader worker bus error: /dev/shm too small",
+                "A DataLoader worker got SIGBUS writing a batch to shared memory.",
+                "Increase /dev/shm (docker --shm-size or --ipc=host) or reduce num_workers.",
+                line.file, line.number, text, "torch/csrc/DataLoader.cpp", "torch"))
+    return found

@@ -1,0 +1,31 @@
+"""What the structure layer finds: one Event per recognised fact, with where it was and what it blames."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the scan's excerpt (a candidate line or a line of a traceback block)."""
+
+    file: str
+    number: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # "xid" | "linker" | "nvcc" | "nccl_shm" | "nccl_remote" | "disk_full" | "exception" | ...
+    cause: str  # a name of the diagnose taxonomy
+    confidence: float
+    title: str
+    explanation: str
+    fix: str
+    file: str
+    line: int
+    text: str
+    source: str  # where the message is printed, or the catalog that explains it
+    library: str = ""  # the library or module the log blames, when it names one
+    commands: tuple[str, ...] = ()
+    symptom: bool = False  # a launcher's or build driver's summary: never the root cause when another exists

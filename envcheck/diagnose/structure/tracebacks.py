@@ -1,0 +1,141 @@
+"""Python tracebacks: the exception (type, message, continuation lines), the frames and the packages in them, and
+which exceptions are only a launcher's summary of another process's failure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envcheck.diagnose.structure.model import Event, Line
+
+HEADER = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
+_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|"
+                  r"[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
+_PKG = re.compile(r"(?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_][\w]*)")
+# Launchers' and build drivers' summaries of a failure that happened elsewhere (torch elastic, subprocess):
+# evidence, never the first exception or the root cause when another exists.
+SYMPTOMS = ("ChildFailedError", "CalledProcessError", "SignalException")
+
+
+@dataclass(frozen=True)
+class Traceback:
+    file: str
+    line: int  # the exception line
+    type: str
+    message: str  # the exception line's message and its continuation lines, joined
+    packages: tuple[str, ...]  # of the frames, outermost first
+    text: str  # the exception line as printed
+    paths: tuple[str, ...] = ()  # the frames' files, outermost first
+
+    @property
+    def symptom(self) -> bool:
+        return self.type.rsplit(".", 1)[-1] in SYMPTOMS
+
+
+def parse(block: list[Line], prefix_len: int = 0) -> Traceback | None:
+    """BLOCK: a header, its frames, the exception line and up to a few continuation lines (the scan's cut)."""
+    packages: list[str] = []
+    paths: list[str] = []
+    for i, line in enumerate(block[1:], 1):
+        body = line.text[prefix_len:]
+        frame = _FRAME.match(body)
+        if frame:
+            paths.append(frame.group("path"))
+            pkg = _PKG.search(frame.group("path"))
+            if pkg and (not packages or packages[-1] != pkg.group("pkg")):
+                packages.append(pkg.group("pkg"))
+            continue
+        if body[:1] in (" ", "\t") or not body:
+            continue
+        found = _EXC.match(body.strip())
+        if not found:
+            continue
+        rest = [b.text[prefix_len:].strip() for b in block[i + 1:i + 5]]
+        message = " ".join([found.group("msg") or "", *[r for r in rest if r and not r.startswith(HEADER)]]).strip()
+        return Traceback(line.file, line.number, found.group("type"), message, tuple(packages), line.text,
+                         tuple(paths))
+    return None
+
+
+def loose(lines: list[Line], parsed: list[Traceback]) -> list[Traceback]:
+    """Excerpt lines that carry a rule's message outside any traceback block (a paste of the last lines only)."""
+    seen = {(tb.file, tb.line) for tb in parsed}
+    found = []
+    for line in lines:
+        if (line.file, line.number) in seen or not any(a.decode() in line.text for a in ANCHORS):
+            continue
+        match = _LOOSE.match(line.text.strip())
+        if match:
+            found.append(Traceback(line.file, line.number, match.group("type") or "", match.group("msg"), (),
+                                   line.text))
+    return found
+
+
+_CANNOT_IMPORT = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<mod>[\w.]+)'")
+_NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
+_NP_REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
+                         r"'(?:float|int|bool|object|str|complex|long|unicode|NaN|Inf|float_|string_|unicode_)'")
+_ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
+# torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py assert_no_cuda_mismatch.
+_MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version|"
+                       r"Installed CUDA version [\d.]+ does not match the version torch was compiled with")
+_DS_OP = re.compile(r"deepspeed[/\\]ops[/\\](?!op_builder)\w+[/\\](?P<op>\w+)\.py")
+# Loose exception lines (pasted without their traceback) that the rules above read too.
+ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
+           b"does not match the version torch")
+_LOOSE = re.compile(r"^\W{0,3}(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))?:?\s*(?P<msg>.*)$")
+
+
+def events(tracebacks: list[Traceback]) -> list[Event]:
+    found = []
+    for tb in tracebacks:
+        message, top = tb.message, tb.packages[-1] if tb.packages else ""
+        if _NP_REMOVED.search(message):
+            blame = next((p for p in reversed(tb.packages) if p not in ("numpy",)), "numpy")
+            found.append(_event(tb, "numpy_removed", "numpy_abi", 0.9,
+                                "Code written for NumPy 1.x meets NumPy 2 (an API it uses was removed)",
+                                "NumPy 2.0 removed aliases such as np.float_, np.NaN and np.Inf (NumPy 1.24 removed "
+                                "np.float/np.int); the package in the traceback still uses them.",
+                                f"Install numpy<2 (pip install 'numpy<2'), or upgrade {blame} to a release that "
+                                "supports NumPy 2.", "numpy/__init__.py __expired_attributes__ (NumPy 2.0)", blame))
+        elif (tb.type.endswith(("ImportError", "AttributeError")) or not tb.type) and (
+                _CANNOT_IMPORT.search(message) or _NO_ATTR.search(message)):
+            hit = _CANNOT_IMPORT.search(message) or _NO_ATTR.search(message)
+            mod = hit.group("mod").split(".")[0]  # type: ignore[union-attr]
+            if mod in ("numpy", "np"):
+                continue
+            found.append(_event(tb, "import_version", "version_conflict", 0.75,
+                                f"{mod} does not have '{hit.group('name')}': incompatible package versions",  # type: ignore[union-attr]
+                                f"The installed {mod} lacks a name the calling code imports: the two were released "
+                                "for different versions of each other (one was upgraded or pinned alone).",
+                                f"Install the {mod} version the calling package requires (see its requirements), "
+                                f"e.g. pip install '{mod}==<the version it was written for>'.",
+                                "CPython import machinery (ImportError: cannot import name)", mod))
+        elif _ERRNO28.search(message) and "/dev/shm" not in message:
+            found.append(_event(tb, "disk_full", "disk_full", 0.9, "The disk is full (No space left on device)",
+                                "A write failed with ENOSPC: the file system holding the output, checkpoint or "
+                                "cache directory (or the container's overlay) is full.",
+                                "Free space or write checkpoints/caches elsewhere (output_dir, HF_HOME, "
+                                "TMPDIR); in a container, mount a volume for them.", "errno ENOSPC (28)", top))
+        elif _MISMATCH.search(message):
+            found.append(_event(tb, "cuda_mismatch", "cuda_toolkit_mismatch", 0.9,
+                                "nvcc's CUDA differs from the CUDA torch was built with",
+                                "torch.utils.cpp_extension refuses to build an extension with a CUDA toolkit "
+                                "whose major version differs from torch.version.cuda.",
+                                "Install the toolkit matching torch.version.cuda (or torch for this toolkit) and "
+                                "point CUDA_HOME at it.",
+                                "torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py",
+                                _op(tb) or (top if top not in ("torch", "deepspeed") else "")))
+    return found
+
+
+def _event(tb: Traceback, kind: str, cause: str, confidence: float, title: str, explanation: str, fix: str,
+           source: str, library: str) -> Event:
+    return Event(kind, cause, confidence, title, explanation, fix, tb.file, tb.line, tb.text, source, library)
+
+
+def _op(tb: Traceback) -> str:
+    """The DeepSpeed op a traceback was building (deepspeed/ops/adam/cpu_adam.py -> cpu_adam)."""
+    ops = [m.group("op") for m in (_DS_OP.search(p) for p in tb.paths) if m]
+    return ops[-1] if ops else ""
