@@ -12,6 +12,9 @@ NINJA = (b"TORCH_EXTENSION_NAME=", b"NCCL INFO")
 # ninja: "FAILED: <target>" ; torch.utils.cpp_extension passes -DTORCH_EXTENSION_NAME=<op> on every compile line.
 _FAILED = re.compile(r"^\W{0,3}FAILED: (?P<target>\S+)")
 _EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")
+# Compiler errors (gcc/clang "f.cu:16:3: error:", nvcc/MSVC "f.cu(16): error") in a DeepSpeed source tree.
+_CC_ERROR = re.compile(r"(?i:deepspeed).*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
+_DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
 _NCCL_TRACE = re.compile(r"NCCL INFO [\w/.]+\.(?:cc|h|cpp):\d+ -> (?P<code>[1-9])\b")
 # GNU ld (binutils ld/ldfile.c): "cannot find -lNAME"; lld: "unable to find library -lNAME".
@@ -34,6 +37,16 @@ def events(lines: list[Line]) -> list[Event]:
             "first NCCL WARN; check the network interface (NCCL_SOCKET_IFNAME) and IB.", nccl_trace.file,
             nccl_trace.number, nccl_trace.text, "NCCL src/include/checks.h (NCCLCHECK's INFO trace)", "nccl",
             ("export NCCL_DEBUG=INFO",)))
+    compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
+    if compile_error is not None:
+        src = _DS_SRC.search(compile_error.text)
+        found.append(Event(
+            "compiler", "deepspeed_build_failure", 0.7, "Compiling a DeepSpeed op failed",
+            "The compiler rejected a DeepSpeed op's source (often a CUDA toolkit, compiler or platform the op does "
+            "not support, e.g. Windows or a newer nvcc).", "Use a DeepSpeed release that supports this toolkit/"
+            "platform, skip building the op (DS_BUILD_<OP>=0), or build on Linux with a supported gcc and CUDA.",
+            compile_error.file, compile_error.number, compile_error.text, "DeepSpeed csrc/ (compiler output)",
+            f"{src.group('a')}_{src.group('b')}" if src else ""))
     for line in lines:
         failed = _FAILED.search(line.text)
         if failed and (names or ".cuda.o" in failed.group("target") or ".so" in failed.group("target")):

@@ -11,7 +11,10 @@ import re
 from envcheck.diagnose.structure.model import Event, Line
 
 CATALOG = "https://docs.nvidia.com/deploy/xid-errors/"
-ANCHORS = (b"NVRM: Xid", b"fallen off the bus")
+ANCHORS = (b"NVRM: ", b"fallen off the bus")
+# Other NVRM lines that report a GPU needing a reset or its GSP firmware failing (open-gpu-kernel-modules).
+_NVRM_FAULT = re.compile(r"NVRM: .*(?:NV_ERR_RESET_REQUIRED|Reset required|GSP.*(?:failed|timeout|Timeout)|"
+                         r"RmInitAdapter failed)")
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)")
 _BUS = re.compile(r"GPU has fallen off the bus|fallen off the bus")
 
@@ -59,6 +62,14 @@ def events(lines: list[Line]) -> list[Event]:
     for line in lines:
         match = _XID.search(line.text)
         if match is None and not _BUS.search(line.text):
+            if _NVRM_FAULT.search(line.text):
+                found.append(Event(
+                    "nvrm", "gpu_xid", 0.7, "The NVIDIA driver reports a GPU fault (NVRM)",
+                    "The driver logged a GPU that needs a reset or whose GSP firmware failed; CUDA then reports the "
+                    "device busy or unavailable.", "Reset the GPU (nvidia-smi -r) or reboot; update the driver; if "
+                    "it recurs, service the board.", line.file, line.number, line.text,
+                    "NVIDIA open-gpu-kernel-modules (NVRM messages); " + CATALOG, "",
+                    ("nvidia-smi -q | grep -i -A3 -E 'xid|retired|remapp|ecc'",)))
             continue
         xid = int(match.group("xid")) if match else 79
         meaning, action, hardware = TABLE.get(xid, ("an Xid the catalog lists", "look it up in the catalog", True))
