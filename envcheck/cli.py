@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 # `NAME`, `add_parser(subparsers)` (cheap: argparse only) and `run(args) -> int` (imports the heavy parts).
 PLUGIN_COMMANDS: tuple[str, ...] = (
     "envcheck.probes.cli", "envcheck.doctor.cli", "envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli", "envcheck.resolve.env_cli",
-    "envcheck.ckpt.cli", "envcheck.fleet.cli",
+    "envcheck.ckpt.cli", "envcheck.guard.cli", "envcheck.guard.alerts_cli", "envcheck.fleet.cli",
 )
 
 
@@ -148,8 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("a command is required: probe, doctor, resolve, env, diagnose, plan or matrix "
-                             "(see 'envcheck --help')")
+            raise UsageError("a command is required: probe, doctor, resolve, env, diagnose, plan, matrix, guard "
+                             "or alerts (see 'envcheck --help')")
         handler = COMMANDS.get(args.command)
         if handler is None:
             handler = next(m.run for m in _plugin_modules() if m.NAME == args.command)
