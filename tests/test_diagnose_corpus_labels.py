@@ -12,7 +12,7 @@ TAXONOMY = {
     "shm_too_small", "numpy_abi", "torch_cpu_only", "deepspeed_build_failure", "version_conflict",
     "gpu_xid", "disk_full",
 }
-MIN_LOGS = 30
+MIN_LOGS = 150
 
 
 def _labels():
