@@ -3,7 +3,10 @@
 - parameter counts of tiny configs of every family the counter knows equal what transformers builds;
 - predicted weight + gradient + optimizer bytes (fp32, no ZeRO) equal what torch allocated after one AdamW step,
   for a full fine-tune and for LoRA on all linear layers;
-- every DeepSpeed config the planner writes loads with DeepSpeed's own DeepSpeedConfig.
+- every DeepSpeed config the planner writes (each ZeRO stage and offload, bf16 on an A100 and fp16 on a V100, and
+  the plan of a LLaMA-Factory YAML) is accepted by transformers' HfTrainerDeepSpeedConfig with matching
+  TrainingArguments (no "values that mismatch TrainingArguments"), and the filled config then loads with
+  DeepSpeed's own DeepSpeedConfig; a hard-coded config that disagrees with TrainingArguments is refused.
 The venv is built once from pinned releases and cached under ~/.cache/envcheck-tests (outside the repository, so
 `pytest --cache-clear` in a concurrent run cannot break it; a change of pins rebuilds it). Building it needs the
 package index: without one (and without a cached venv) the tests skip with the reason, as where it cannot be built.
@@ -11,6 +14,8 @@ package index: without one (and without a cached venv) the tests skip with the r
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -27,6 +32,9 @@ from envcheck.plan.setup import Setup
 
 pytestmark = pytest.mark.slow
 PROBE = Path(__file__).parent / "assets" / "plan" / "torch_probe.py"
+ASSET_YAML = {"yaml-lora": Path(__file__).parent / "assets" / "plan" / "llama3_lora_sft.yaml",
+              "yaml-full-z3": Path(__file__).parent / "assets" / "plan" / "qwen3_full_sft.yaml"}
+
 TORCH = "torch==2.13.0"  # a CPU wheel; a newer unpinned torch may pull a multi-GB CUDA build
 # Pinned, so the venv (and what these tests measure) does not change with what the index serves today.
 STEPS = ((TORCH,), ("peft==0.21.2", "transformers==5.24.0"), ("setuptools==84.2.1", "wheel==0.48.0"),
@@ -51,6 +59,8 @@ TINY = {
 DENSE = ("llama", "qwen2", "qwen3", "gemma2")
 DS_CHOICES = [("0", "none"), ("1", "optimizer"), ("2", "none"), ("2", "optimizer"), ("3", "none"),
               ("3", "optimizer"), ("3", "all")]
+DS_GPUS = {"bf16": "A100 80GB", "fp16": "V100 32GB"}  # the GPU decides the precision (compute capability)
+DS_CASES = [f"{z}/{o}/{p}" for z, o in DS_CHOICES for p in DS_GPUS] + ["yaml-lora", "yaml-full-z3"]
 
 
 def _pip(python: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
@@ -93,13 +103,28 @@ def probed(probe_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps({**_BASE, **extra}))
         request["models"][name] = str(folder)
-    for zero, offload in DS_CHOICES:
-        target = work / f"ds_z{zero}_{offload}.json"
-        code = cli.main(["plan", "7B", "--method", "full", "--gpus", "1", "--gpu-mem", "80", "--host-mem", "4096",
-                         "--zero", zero, "--offload", offload, "--batch", "2", "--grad-accum", "4",
-                         "--emit-ds-config", str(target), "--json"])
-        assert code in (0, 1)
-        request["deepspeed"][f"{zero}/{offload}"] = str(target)
+    for case in DS_CASES:
+        target = work / f"ds_{case.replace('/', '_')}.json"
+        if case.startswith("yaml"):
+            source = ASSET_YAML[case]
+            args = [str(source), "--gpus", "2", "--gpu", "A100 80GB", "--host-mem", "4096"]
+        else:
+            zero, offload, precision = case.split("/")
+            args = ["7B", "--method", "full", "--gpus", "1", "--gpu", DS_GPUS[precision], "--host-mem", "4096",
+                    "--zero", zero, "--offload", offload, "--batch", "2", "--grad-accum", "4"]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = cli.main(["plan", *args, "--emit-ds-config", str(target), "--force", "--json"])
+        assert code in (0, 1) and target.exists()
+        plan = json.loads(out.getvalue())["config"]  # the TrainingArguments the plan is of
+        training = {"micro_batch": plan["micro_batch"], "grad_accum": plan["grad_accum"],
+                    "precision": plan["precision"]}
+        request["deepspeed"][case] = {"path": str(target), "training": training}
+    hard_coded = work / "hard_coded.json"  # what the planner used to write: fixed values that disagree
+    hard_coded.write_text(json.dumps({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 1,
+                                      "gradient_accumulation_steps": 4, "zero_optimization": {"stage": 2}}))
+    request["deepspeed"]["hard-coded"] = {"path": str(hard_coded),
+                                          "training": {"micro_batch": 2, "grad_accum": 4, "precision": "bf16"}}
     (work / "request.json").write_text(json.dumps(request))
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "TRANSFORMERS_VERBOSITY": "error"}
     result = subprocess.run([str(probe_python), str(PROBE), str(work / "request.json")], capture_output=True,
@@ -139,13 +164,25 @@ def test_lora_state_bytes_equal_torch_allocations(probed, family):
     assert predicted.optimizer == measured["optimizer"]
 
 
-@pytest.mark.parametrize("choice", [f"{z}/{o}" for z, o in DS_CHOICES])
-def test_written_deepspeed_config_loads_with_deepspeed(probed, choice):
-    result = probed["deepspeed"][choice]
+@pytest.mark.parametrize("case", DS_CASES)
+def test_written_deepspeed_config_is_accepted_by_trainer_and_deepspeed(probed, case):
+    result = probed["deepspeed"][case]
     if "skipped" in result:
         pytest.skip(result["skipped"])
     assert result["ok"], result.get("error")
-    zero, offload = choice.split("/")
-    assert result["stage"] == int(zero) and result["micro_batch"] == 2
+    if case.startswith("yaml"):
+        assert result["stage"] == (3 if case == "yaml-full-z3" else 0)
+        return
+    zero, offload, precision = case.split("/")
+    assert result["stage"] == int(zero) and result["micro_batch"] == 2 and result["grad_accum"] == 4
+    assert result[precision] and not result["fp16" if precision == "bf16" else "bf16"]
     assert result["offload_optimizer"] == (offload != "none")
     assert result["offload_param"] == (offload == "all")
+    assert result["gather_on_save"] == (zero == "3")
+
+
+def test_a_hard_coded_config_that_disagrees_is_refused(probed):
+    result = probed["deepspeed"]["hard-coded"]
+    if "skipped" in result:
+        pytest.skip(result["skipped"])
+    assert not result["ok"] and "mismatch TrainingArguments" in result["error"]

@@ -160,7 +160,7 @@ def _attention(config: dict[str, Any], family: str, h: int, layers: int) -> tupl
            Linear("k_proj", h, kv * head_dim, layers, bias=qkv_bias),
            Linear("v_proj", h, kv * head_dim, layers, bias=qkv_bias),
            Linear("o_proj", heads * head_dim, h, layers, bias=o_bias)]
-    extra = 2 * head_dim if family in _QK_NORM else 0
+    extra = 2 * head_dim if family.startswith(_QK_NORM + ("gemma3",)) else 0
     return out, extra, heads, head_dim
 
 
@@ -226,7 +226,7 @@ def from_config(config: dict[str, Any], source: str) -> ModelSpec:
     if tied is None:
         tied = family.startswith(_TIED_BY_DEFAULT)
     embeddings = vocab * h * (1 if tied else 2)
-    norms = (4 if family in _FOUR_NORMS else 2) * h * layers + h
+    norms = (4 if family.startswith(_FOUR_NORMS) else 2) * h * layers + h
     total = sum(linear.params for linear in linears) + embeddings + norms + router + attn_extra * layers
     inactive = sum(linear.params * (linear.copies - linear.active) // linear.copies for linear in linears)
     kv = config.get("num_key_value_heads") or heads

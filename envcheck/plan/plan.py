@@ -51,10 +51,16 @@ class Plan:
     trainable: int
     assumptions: tuple[str, ...]
     advice: tuple[str, ...]
+    choices: tuple[str, ...] = ()  # what was chosen for the user and why (precision, attention, YAML, DeepSpeed)
+    notices: tuple[str, ...] = ()  # warnings of the setup (a training file's value the GPU cannot run)
 
     @property
     def fits(self) -> bool:
         return self.chosen.fits
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.hardware.warnings + self.notices
 
     def deepspeed_config(self) -> dict[str, Any]:
         return deepspeed_config(self.model, self.chosen.setup)
@@ -77,6 +83,8 @@ class Plan:
             "recommendation": {"zero": setup.zero, "offload": setup.offload, "auto": self.auto,
                                "tried": [c.summary() for c in self.tried], "advice": list(self.advice)},
             "deepspeed_config": self.deepspeed_config(),
+            "choices": list(self.choices),
+            "warnings": list(self.warnings),
             "assumptions": list(self.assumptions),
         }
 
@@ -96,12 +104,8 @@ def candidates(setup: Setup, zero: int | None, offload: str | None) -> list[Setu
         order = [(zero, o) for o in OFFLOADS if valid(zero, o)]
     if offload is not None:
         order = [(z, o) for z, o in order if o == offload]
-    out = []
-    for z, o in order:
-        out.append(setup.with_choice(z, o, True))
-        if z == 3 and setup.method in ("full", "freeze"):
-            out.append(setup.with_choice(z, o, False))
-    return out
+    # ZeRO-3 always gathers 16-bit weights on save: without it HF Trainer saves no usable model file
+    return [setup.with_choice(z, o, True) for z, o in order]
 
 
 def valid(zero: int, offload: str) -> bool:
@@ -109,7 +113,8 @@ def valid(zero: int, offload: str) -> bool:
     return offload == "none" or (offload == "optimizer" and zero > 0) or (offload == "all" and zero == 3)
 
 
-def make_plan(model: ModelSpec, setup: Setup, hardware: Hardware, zero: int | None, offload: str | None) -> Plan:
+def make_plan(model: ModelSpec, setup: Setup, hardware: Hardware, zero: int | None, offload: str | None,
+              choices: tuple[str, ...] = (), notices: tuple[str, ...] = ()) -> Plan:
     tried: list[Candidate] = []
     chosen = None
     for option in candidates(setup, zero, offload):
@@ -126,7 +131,7 @@ def make_plan(model: ModelSpec, setup: Setup, hardware: Hardware, zero: int | No
         chosen = min(tried, key=shortfall)
     auto = zero is None or offload is None
     return Plan(model, hardware, chosen, tuple(tried), auto, trainable_params(model, chosen.setup),
-                assumptions(model, chosen.setup), advice(chosen, hardware))
+                assumptions(model, chosen.setup), advice(chosen, hardware), choices, notices)
 
 
 def advice(chosen: Candidate, hardware: Hardware) -> tuple[str, ...]:
@@ -142,13 +147,13 @@ def advice(chosen: Candidate, hardware: Hardware) -> tuple[str, ...]:
         elif peak == "load":
             out.append("host peak at load: every rank builds the model; use ZeRO-3 (zero.Init) or fewer ranks per node")
         if peak == "save":
-            out.append("host peak at checkpoint save: set stage3_gather_16bit_weights_on_model_save false and "
-                       "consolidate offline with zero_to_fp32.py, save adapters only, or add swap")
+            out.append("host peak at checkpoint save: save adapters only, use ZeRO-3 (one optimizer sub-group at a "
+                       "time), fewer ranks per node, or add swap")
         if peak == "steady":
             out.append("host peak in training: offloaded optimizer states need the RAM; offload less, or use NVMe")
-    if hardware.host_bytes and host.phase("resume") > hardware.host_bytes * HOST_MARGIN:
-        out.append(f"resuming from a checkpoint needs {host.phase('resume') / 2**30:.1f} GiB of host RAM per node "
-                   "(optimizer shards and model files are torch.load-ed to CPU): add swap or resume on fewer ranks")
+        if peak == "resume":
+            out.append(f"host peak at resume: {host.phase('resume') / 2**30:.1f} GiB per node (optimizer shards and "
+                       "model files are torch.load-ed to CPU): add swap, or resume on fewer ranks per node")
     if hardware.host_bytes is None:
         out.append("host RAM unknown: give --host-mem for a host verdict")
     if setup.zero == 3 and setup.method == "qlora":

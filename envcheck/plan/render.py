@@ -28,12 +28,17 @@ def _setup_line(plan: Plan) -> str:
 
 def render_text(plan: Plan) -> str:
     m, c, hw = plan.model, plan.chosen, plan.hardware
-    lines = [
+    lines = [f"WARNING    {w}" for w in plan.warnings] + [
         f"model      {m.params / 1e9:.2f}B parameters ({m.source})"
         + (f", {m.active_params / 1e9:.2f}B active" if m.active_params != m.params else "")
         + f"; {plan.trainable / 1e6:,.1f}M trainable",
         f"setup      {_setup_line(plan)}" + ("  [chosen by auto]" if plan.auto else ""),
-        f"hardware   GPU {_gib(hw.gpu_bytes)} ({hw.gpu_source}); host {_gib(hw.host_bytes)} ({hw.host_source})",
+        f"hardware   GPU {_gib(hw.gpu_bytes)} ({hw.gpu_source}"
+        + (f", compute capability {hw.compute_capability}" if hw.compute_capability else "")
+        + f"); host {_gib(hw.host_bytes)} ({hw.host_source})",
+    ]
+    lines += [f"chosen     {c}" for c in plan.choices]
+    lines += [
         "",
         "GPU memory per device",
     ]
@@ -59,9 +64,8 @@ def render_text(plan: Plan) -> str:
                      f"{_gib(int(hw.host_bytes * HOST_MARGIN))} usable ({HOST_MARGIN:.0%} of {_gib(hw.host_bytes)})")
     lines.append(f"           {'FITS' if plan.fits else 'DOES NOT FIT'}")
     if plan.auto and len(plan.tried) > 1:
-        tried = ", ".join(f"ZeRO-{t.setup.zero}/{t.setup.offload}"
-                          + ("" if t.setup.zero != 3 or t.setup.gather_on_save else " (no 16-bit gather)")
-                          + (" fits" if t.fits else " no") for t in plan.tried)
+        tried = ", ".join(f"ZeRO-{t.setup.zero}/{t.setup.offload}" + (" fits" if t.fits else " no")
+                          for t in plan.tried)
         lines.append(f"tried      {tried}")
     lines += [f"advice     {a}" for a in plan.advice]
     lines += ["", "assumptions"] + [f"  - {a}" for a in plan.assumptions]

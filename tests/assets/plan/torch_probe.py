@@ -86,16 +86,41 @@ def probe_gpu(spec: dict[str, object]) -> dict[str, object]:
             "params": sum(p.numel() for p in model.parameters())}
 
 
-def probe_deepspeed(path: str) -> dict[str, object]:
+def probe_deepspeed(path: str, training: dict[str, object]) -> dict[str, object]:
+    """Load a DeepSpeed config the way HF Trainer does: HfTrainerDeepSpeedConfig fills its "auto" values from
+    TrainingArguments and raises on a mismatch (trainer_config_process, then trainer_config_finalize), and the
+    filled config must then parse with DeepSpeed's own DeepSpeedConfig."""
+    import tempfile
+
     try:
         from deepspeed.runtime.config import DeepSpeedConfig
+        from transformers import TrainingArguments
+        from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
     except Exception as error:  # noqa: BLE001 - any import failure is a skip reason
-        return {"skipped": f"deepspeed: {type(error).__name__}: {error}"}
+        return {"skipped": f"deepspeed/transformers: {type(error).__name__}: {error}"}
+    with open(path, encoding="utf-8") as handle:
+        config = json.load(handle)
+    with tempfile.TemporaryDirectory() as scratch:
+        args = TrainingArguments(output_dir=scratch, report_to=[], use_cpu=True,
+                                 per_device_train_batch_size=int(training["micro_batch"]),
+                                 gradient_accumulation_steps=int(training["grad_accum"]))
+    # set after __post_init__, whose device checks refuse fp16/bf16 on a CPU-only machine
+    args.bf16 = training["precision"] in ("bf16", "pure_bf16")
+    args.fp16 = training["precision"] == "fp16"
     try:
-        parsed = DeepSpeedConfig(path)
+        hf = HfTrainerDeepSpeedConfig(config)
+        hf.trainer_config_process(args)
+        hf.trainer_config_finalize(args, None, 100)
+    except Exception as error:  # noqa: BLE001 - Trainer's verdict is the result
+        return {"ok": False, "error": f"HfTrainerDeepSpeedConfig: {type(error).__name__}: {error}"}
+    try:
+        parsed = DeepSpeedConfig(hf.config)
     except Exception as error:  # noqa: BLE001 - the parser's verdict is the result
-        return {"ok": False, "error": f"{type(error).__name__}: {error}"}
+        return {"ok": False, "error": f"DeepSpeedConfig: {type(error).__name__}: {error}"}
     return {"ok": True, "stage": parsed.zero_optimization_stage, "micro_batch": parsed.train_micro_batch_size_per_gpu,
+            "grad_accum": parsed.gradient_accumulation_steps, "bf16": bool(parsed.bfloat16_config.enabled),
+            "fp16": bool(parsed.float16_config.enabled),
+            "gather_on_save": bool(parsed.zero_config.gather_16bit_weights_on_model_save),
             "offload_optimizer": parsed.zero_config.offload_optimizer is not None,
             "offload_param": parsed.zero_config.offload_param is not None}
 
@@ -106,8 +131,8 @@ def main() -> int:
     result = {"models": {}, "deepspeed": {}}
     for name, path in request.get("models", {}).items():
         result["models"][name] = probe_model(path, request.get("lora_rank", 8))
-    for name, path in request.get("deepspeed", {}).items():
-        result["deepspeed"][name] = probe_deepspeed(path)
+    for name, item in request.get("deepspeed", {}).items():
+        result["deepspeed"][name] = probe_deepspeed(item["path"], item["training"])
     if "gpu" in request:
         result["gpu"] = probe_gpu(request["gpu"])
     sys.stdout.write(json.dumps(result) + "\n")
