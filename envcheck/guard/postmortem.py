@@ -13,6 +13,7 @@ from envcheck.diagnose.kernel import KernelEvents, OomKill
 from envcheck.diagnose.model import Cause, Diagnosis, Evidence, Fix
 from envcheck.guard.model import Postmortem, ProcEnd, Sample
 from envcheck.guard.runner import Config, Result
+from envcheck.guard.samplers import read_cgroup
 
 TAIL_LINES = 60
 TIMELINE = 120
@@ -45,7 +46,11 @@ def cgroup_kills(result: Result) -> tuple[str, int, int] | None:
     if last is None or last.cgroup is None or last.cgroup_oom_kills is None:
         return None
     before = result.first_oom.get(last.cgroup, last.cgroup_oom_kills)
-    return (last.cgroup, before, last.cgroup_oom_kills) if last.cgroup_oom_kills > before else None
+    # Read once more: the kernel counts the kill just after sending SIGKILL, so the last sample may be too early.
+    version = "v1" if last.cgroup.startswith("/sys/fs/cgroup/memory/") else "v2"
+    now = read_cgroup(version, last.cgroup)[2]
+    after = max(last.cgroup_oom_kills, now if now is not None else 0)
+    return (last.cgroup, before, after) if after > before else None
 
 
 def reasons(result: Result, kills: tuple[OomKill, ...]) -> tuple[str, ...]:
@@ -209,7 +214,8 @@ def build(config: Config, result: Result, why: tuple[str, ...], kills: tuple[Oom
     pids = tuple(sorted({result.pid, *result.seen}))
     # A launcher's report of its child's -N says more than its own exit 247: let diagnose read it from the log.
     code = None if launcher and result.returncode > 0 else result.returncode
-    request = Request((log,), code, system=True, probe=capture is not None,
+    logs = (log,) if os.path.exists(log) and os.path.getsize(log) else ()
+    request = Request(logs, code, system=True, probe=capture is not None,
                       since=datetime.fromtimestamp(result.started, timezone.utc) - timedelta(seconds=2),
                       until=datetime.fromtimestamp(result.ended, timezone.utc) + timedelta(seconds=10), pids=pids)
     snapshot: list[object] = []

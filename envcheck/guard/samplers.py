@@ -264,6 +264,7 @@ class Sampler:
         self.nvml = nvml if nvml is not None else Nvml()
         self.cgroup: tuple[str, str] | None = None
         self.reported: set[str] = set()
+        self.shm: tuple[int | None, int | None] | None = None
 
     def sample(self) -> Sample:
         now = self.clock()
@@ -279,7 +280,11 @@ class Sampler:
             why.append("cgroup: no memory cgroup found for the command")
         info = meminfo()
         shm_path = f"/proc/{self.root}/root/dev/shm"  # the command's own /dev/shm (its mount namespace)
-        shm_used, shm_total = fs_use(shm_path if os.path.exists(shm_path) else "/dev/shm")
+        if os.path.exists(shm_path):
+            self.shm = fs_use(shm_path)
+        elif self.shm is None:
+            self.shm = fs_use("/dev/shm")
+        shm_used, shm_total = self.shm  # once the command is gone, its /dev/shm as last seen
         disk_used, disk_total = fs_use(self.out_dir)
         gpus, xids = self.nvml.sample(now)
         if self.nvml.why:
