@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-COMMANDS = ["probe", "doctor", "resolve", "env", "diagnose", "plan", "matrix", "fleet"]
+COMMANDS = ["probe", "doctor", "resolve", "env", "diagnose", "plan", "matrix", "guard", "alerts", "fleet"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
