@@ -53,7 +53,7 @@ def test_text_table_lists_components_and_phases(capsys):
 
 def test_emit_ds_config_never_overwrites_without_force(capsys, tmp_path):
     target = tmp_path / "ds.json"
-    args = ["13B", "--method", "full", "--gpus", "4", "--gpu-mem", "80", "--host-mem", "512", "--json"]
+    args = ["13B", "--method", "full", "--gpus", "8", "--gpu-mem", "80", "--host-mem", "1024", "--json"]
     code, out, err = plan(capsys, *args, "--emit-ds-config", str(target))
     assert code == 0, err
     written = json.loads(target.read_text())

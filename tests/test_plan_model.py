@@ -8,7 +8,7 @@ import os
 import pytest
 
 from envcheck.plan.dsconfig import deepspeed_config
-from envcheck.plan.gpu import CUDA_CONTEXT, gpu_memory
+from envcheck.plan.gpu import CUDA_CONTEXT, LOGITS_BYTES_PER_TOKEN_VOCAB, gpu_memory
 from envcheck.plan.hardware import Hardware
 from envcheck.plan.host import host_memory
 from envcheck.plan.params import load_config
@@ -53,7 +53,7 @@ def test_activation_switches():
     double = gpu_memory(LLAMA_8B, Setup(seq_len=8192)).activations
     assert double == pytest.approx(2 * gc, rel=0.01)  # linear in sequence length with flash attention
     logits = gpu_memory(LLAMA_8B, Setup(seq_len=4096)).logits
-    assert logits == 12 * 4096 * 128256
+    assert logits == LOGITS_BYTES_PER_TOKEN_VOCAB * 4096 * 128256
 
 
 def test_qlora_stores_about_half_a_byte_per_linear_weight():
@@ -85,11 +85,11 @@ def _hw(gpu_gib, host_gib):
 def test_auto_picks_the_cheapest_setup_that_fits():
     lora = make_plan(LLAMA_8B, Setup(method="lora"), _hw(80, 256), None, None)
     assert lora.fits and (lora.chosen.setup.zero, lora.chosen.setup.offload) == (0, "none")
-    full = Setup(method="full", gpus_per_node=4)
-    roomy = make_plan(LLAMA_13B, full, _hw(80, 512), None, None)
+    full = Setup(method="full", gpus_per_node=8)
+    roomy = make_plan(LLAMA_13B, full, _hw(80, 1024), None, None)
     assert roomy.fits and roomy.chosen.setup.zero == 2
-    # ZeRO-2's resume (every rank loads the 26 GB model file, plus 12 B/param of optimizer partitions) does not fit
-    # 256 GiB of host RAM; ZeRO-3's (16-bit partitions only) does
+    # ZeRO-2's resume (each of 8 ranks loads the 26 GB model file, plus 12 B/param of optimizer partitions) does not
+    # fit 256 GiB of host RAM; ZeRO-3's (16-bit partitions only) does
     tight = make_plan(LLAMA_13B, full, _hw(80, 256), None, None)
     assert tight.fits and tight.chosen.setup.zero == 3
     assert [c.setup.zero for c in tight.tried][:1] == [2]

@@ -12,6 +12,7 @@ import pytest
 
 from envcheck import cli
 from envcheck.plan import zoo
+from envcheck.plan.gpu import LOGITS_BYTES_PER_TOKEN_VOCAB
 from envcheck.plan.lfyaml import read_flat_yaml, training_setup
 from envcheck.plan.params import from_config, load_config
 from envcheck.plan.source import cached_config, resolve_model
@@ -64,8 +65,8 @@ def test_hub_id_from_the_bundled_table(capsys, tmp_path, monkeypatch):
     data = plan_json(capsys, "Qwen/Qwen2.5-7B", "--gpu-mem", "80", "--host-mem", "64")
     assert data["model"]["params"] == pytest.approx(7.616e9, rel=0.001)
     assert "bundled table" in data["model"]["source"] and "Qwen/Qwen2.5-7B/blob/" in data["model"]["source"]
-    # the 152k vocabulary, not a Llama-2 32k one: logits alone are 12 B x 2048 x 152064
-    assert data["gpu_bytes_per_device"]["activations_logits"] == 12 * 2048 * 152064
+    # the 152k vocabulary, not a Llama-2 32k one
+    assert data["gpu_bytes_per_device"]["activations_logits"] == LOGITS_BYTES_PER_TOKEN_VOCAB * 2048 * 152064
     instruct = plan_json(capsys, "qwen/qwen2.5-7b-instruct", "--gpu-mem", "80", "--host-mem", "64")
     assert instruct["model"]["params"] == data["model"]["params"]
 
@@ -98,7 +99,8 @@ def test_llama_factory_lora_yaml_is_the_run_it_starts(capsys):
     model, options, _ = training_setup(str(LORA_YAML))
     assert model == "meta-llama/Meta-Llama-3-8B-Instruct"
     assert options == {"method": "lora", "lora_rank": 8, "seq_len": 2048, "grad_accum": 8, "batch": 1,
-                       "lora_targets": "all", "precision": "bf16", "attention": "sdpa", "grad_ckpt": True}
+                       "lora_targets": "all", "precision": "bf16", "attention": "sdpa", "grad_ckpt": True,
+                       "fused_loss": False}
     data = plan_json(capsys, str(LORA_YAML), "--gpu", "A100 80GB", "--host-mem", "128")
     config = data["config"]
     assert (config["method"], config["precision"], config["grad_accum"], config["seq_len"]) == \

@@ -38,7 +38,7 @@ def _gib(text: str) -> float:
 # Plan options a LLaMA-Factory YAML may fix; a flag given on the command line wins. None = not given.
 DEFAULTS = {"method": "lora", "precision": "auto", "seq_len": 2048, "batch": 1, "grad_accum": 1, "grad_ckpt": True,
             "attention": "auto", "lora_rank": 8, "lora_targets": "all", "quant_bits": 4, "freeze_layers": 2,
-            "zero": "auto", "offload": "auto"}
+            "zero": "auto", "offload": "auto", "fused_loss": False}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -81,6 +81,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     ckpt.add_argument("--no-grad-ckpt", dest="grad_ckpt", action="store_false")
     p.add_argument("--attention", choices=("auto", "flash", "sdpa", "eager"),
                    help="default: auto (FlashAttention-2 where the GPU has it, else SDPA)")
+    p.add_argument("--fused-loss", action="store_true", default=None,
+                   help="a fused or chunked cross entropy (Liger kernel, LLaMA-Factory enable_liger_kernel)")
     p.add_argument("--lora-rank", type=_positive, metavar="R", help="default: 8")
     p.add_argument("--lora-targets", metavar="TARGETS",
                    help="all, attn, qv, or module names such as q_proj,v_proj (default: all)")
@@ -153,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
     setup = Setup(method=str(o["method"]), precision=precision, gpus_per_node=gpus, nodes=args.nodes,
                   seq_len=int(str(o["seq_len"])), batch=int(str(o["batch"])), grad_accum=int(str(o["grad_accum"])),
                   grad_ckpt=bool(o["grad_ckpt"]), attention=attention, lora_rank=int(str(o["lora_rank"])),
-                  lora_targets=targets, quant_bits=int(str(o["quant_bits"])), freeze_layers=int(str(o["freeze_layers"])))
+                  lora_targets=targets, quant_bits=int(str(o["quant_bits"])), freeze_layers=int(str(o["freeze_layers"])),
+                  fused_loss=bool(o["fused_loss"]))
     plan = make_plan(model, setup, hardware, zero, offload, tuple(notes + why), tuple(warnings))
     if args.emit_ds_config and not plan.fits and not args.force:
         print(f"envcheck: {args.emit_ds_config} not written: the plan does NOT fit; --force writes it anyway",

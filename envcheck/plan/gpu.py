@@ -16,20 +16,29 @@ from envcheck.plan.setup import Setup, frozen_params, trainable_params
 
 GIB = 1024**3
 
-# CUDA context and kernel images per process: PyTorch PR #86509 measured 287 MB with CUDA_MODULE_LOADING=LAZY and
-# 667 MB eagerly loaded; lazy loading is the default from CUDA 12.2 (CUDA C++ Programming Guide, "Lazy Loading").
-# 0.5 GiB covers the lazy context plus cuBLAS workspaces.
-CUDA_CONTEXT = GIB // 2
+# CUDA context and kernel images per process, with the libraries' workspaces: PyTorch PR #86509 measured 287 MB
+# with CUDA_MODULE_LOADING=LAZY and 667 MB eagerly loaded (lazy loading is the default only from CUDA 12.2: CUDA C++
+# Programming Guide, "Lazy Loading"); cuBLAS keeps a workspace per stream and handle, flash-attn and bitsandbytes
+# load their own kernels. 1 GiB: calibrated on the short-sequence rows of tests/plan_calibration.py, where this
+# term is a large share (Qwen-1.8B LoRA at 256 tokens: 6.7 GB measured over 3.7 GB of weights).
+CUDA_CONTEXT = GIB
 # NCCL communicators when more than one rank: NCCL_BUFFSIZE defaults to 4 MiB per channel and peer (NCCL
 # environment-variable documentation); a few dozen channel/peer pairs plus the communicator state, about 0.4 GiB.
 NCCL_BUFFERS = 400 * 1024**2
 # Caching-allocator waste (block rounding, fragmentation from varying sequence lengths) as a share of what is
-# allocated. A judgement, calibrated on the Qwen README's ZeRO-2 measurement (tests/test_plan_calibration.py).
-ALLOCATOR_SHARE = 0.05
-# Logits and the loss per token and vocabulary entry: bf16 logits (2) + their fp32 up-cast before the cross entropy
-# (4, transformers' ForCausalLMLoss) + the fp32 log-softmax kept for backward (4) + the bf16 gradient of the logits
-# (2). Checked against the Qwen README's sequence-length slope (tests/test_plan_calibration.py).
-LOGITS_BYTES_PER_TOKEN_VOCAB = 12
+# allocated: 8 %, within the 5-15 % the reference gives (memory-model.md §5.2), calibrated on
+# tests/plan_calibration.py.
+ALLOCATOR_SHARE = 0.08
+# Logits and the loss per token and vocabulary entry: bf16 logits (2) + their fp32 up-cast (4) + the fp32
+# log-softmax cross entropy keeps for backward (4) + its fp32 gradient (4) + the bf16 gradient of the logits (2).
+# transformers up to 4.45 up-cast in the model's forward and returned the fp32 logits (the era of the calibration
+# rows; ms-swift and Unsloth's HF baseline grow 2.6-3.6 MB per token with 128k-152k vocabularies); later versions
+# up-cast inside the loss (about 12). 16 is the conservative middle, checked in tests/test_plan_calibration.py.
+LOGITS_BYTES_PER_TOKEN_VOCAB = 16
+# A fused or chunked cross entropy (Liger's fused linear cross entropy, LLaMA-Factory enable_liger_kernel;
+# torchtune's chunked losses) never holds the whole b·s·V logits: only a chunk of them (Liger sizes chunks as
+# b·s / ceil(V/h), about 1/32 of the tokens for a 128k vocabulary and h = 4096) with its fp32 gradient.
+FUSED_LOSS_BYTES_PER_TOKEN_VOCAB = 1
 # QLoRA storage per quantized weight (Dettmers et al., arXiv:2305.14314 §3): 4-bit NF4 with one 8-bit absmax per
 # 64-weight block and one fp32 constant per 256 blocks (double quantization) = 4 + 8/64 + 32/(64·256) bits.
 NF4_BITS = 4 + 8 / 64 + 32 / (64 * 256)
@@ -115,7 +124,8 @@ def activation_bytes(model: ModelSpec, setup: Setup) -> tuple[int, int]:
         layers = shape.layers * tokens * shape.hidden * setup.activation_bytes + layer
     else:
         layers = shape.layers * layer
-    logits = LOGITS_BYTES_PER_TOKEN_VOCAB * tokens * shape.vocab
+    per_entry = FUSED_LOSS_BYTES_PER_TOKEN_VOCAB if setup.fused_loss else LOGITS_BYTES_PER_TOKEN_VOCAB
+    logits = per_entry * tokens * shape.vocab
     return layers + logits, logits
 
 

@@ -11,6 +11,7 @@ finetuning_args.py, data_args.py) and HF TrainingArguments':
 - cutoff_len (2048); per_device_train_batch_size (TrainingArguments: 8); gradient_accumulation_steps (1);
 - pure_bf16 / bf16 / fp16 (none of them: fp32); flash_attn (auto: transformers picks SDPA; fa2; sdpa; disabled:
   eager); disable_gradient_checkpointing (LLaMA-Factory enables gradient checkpointing unless this is true);
+  enable_liger_kernel (Liger's fused linear cross entropy: the logits are never held whole);
 - deepspeed: a DeepSpeed JSON whose zero_optimization stage and offload_* devices fix --zero and --offload.
 """
 
@@ -161,6 +162,7 @@ def training_setup(path: str) -> tuple[str, dict[str, Any], list[str]]:
         raise UsageError(f"{path}: flash_attn {attention!r}: expected auto, fa2, sdpa or disabled")
     options["attention"] = _ATTENTION[attention]
     options["grad_ckpt"] = not data.get("disable_gradient_checkpointing", False)
+    options["fused_loss"] = bool(data.get("enable_liger_kernel", False))
     if data.get("deepspeed"):
         stage, offload, where = _deepspeed(str(data["deepspeed"]), path)
         options.update(zero=stage, offload=offload)

@@ -167,8 +167,9 @@ def assumptions(model: ModelSpec, setup: Setup) -> tuple[str, ...]:
         f"{ALLOCATOR_SHARE:.0%} allocator waste + CUDA context), per micro-batch padded to --seq-len",
         "AdamW; DeepSpeed keeps fp32 master weights and moments (12 B/param) partitioned by stage (ZeRO paper); "
         "without DeepSpeed trainable parameters are fp32 (4+4+8 B/param)",
-        f"logits and loss: {LOGITS_BYTES_PER_TOKEN_VOCAB} B per token per vocabulary entry (no fused/chunked cross "
-        "entropy)",
+        (f"logits and loss: {LOGITS_BYTES_PER_TOKEN_VOCAB} B per token per vocabulary entry (no fused/chunked cross "
+         "entropy; --fused-loss for Liger)") if not setup.fused_loss else
+        "logits and loss: fused/chunked cross entropy holds about 1 B per token per vocabulary entry",
         "activations: no dropout; flash/SDPA attention stores no s² scores; gradient checkpointing keeps each "
         "layer's input plus one recomputed layer",
         f"host: {PROCESS_RSS / 1e9:.0f} GB per process; without ZeRO-3 every local rank materialises the full "

@@ -32,6 +32,7 @@ class Setup:
     lora_targets: str = "all"  # LLaMA-Factory's default lora_target
     quant_bits: int = 4
     freeze_layers: int = 2  # LLaMA-Factory's default freeze_trainable_layers (the last two layers)
+    fused_loss: bool = False  # fused/chunked cross entropy (Liger kernel, torchtune chunked loss)
     gather_on_save: bool = True  # ZeRO-3 stage3_gather_16bit_weights_on_model_save (LLaMA-Factory's template: true)
 
     @property
@@ -60,7 +61,7 @@ class Setup:
             "method": self.method, "precision": self.precision, "zero": self.zero, "offload": self.offload,
             "gpus_per_node": self.gpus_per_node, "nodes": self.nodes, "seq_len": self.seq_len,
             "micro_batch": self.batch, "grad_accum": self.grad_accum, "grad_ckpt": self.grad_ckpt,
-            "attention": self.attention,
+            "attention": self.attention, "fused_loss": self.fused_loss,
         }
         if self.method in ("lora", "qlora"):
             out.update(lora_rank=self.lora_rank, lora_targets=self.lora_targets)
