@@ -209,3 +209,22 @@ def test_verdict_and_exit_code_follow_the_largest_phase_resume_included(capsys):
     assert code == 1 and data["fits"] is False and "at resume" in out and "DOES NOT FIT" in out
     code, out, _ = plan(capsys, *args, "--host-mem", "256")
     assert code == 0 and "at resume" in out and "FITS" in out
+
+
+def test_help_examples_name_a_hub_id_and_a_yaml_and_run(capsys, tmp_path):
+    import argparse
+    import shlex
+
+    from envcheck.plan import cli as plan_cli
+
+    parser = argparse.ArgumentParser()
+    plan_cli.add_parser(parser.add_subparsers())
+    epilog = parser._subparsers._group_actions[0].choices["plan"].epilog  # type: ignore[union-attr]
+    examples = [line.strip() for line in epilog.splitlines() if line.strip().startswith("envcheck plan")]
+    assert any("Qwen/Qwen2.5-7B" in line for line in examples) and any(".yaml" in line for line in examples)
+    swap = {"examples/train_lora/llama3_lora_sft.yaml": str(LORA_YAML), "ds.json": str(tmp_path / "ds.json"),
+            "~/models/qwen2.5-7b/config.json": str(ASSETS / "Qwen2-7B-Instruct.config.json")}
+    for line in examples:
+        words = [swap.get(word, word) for word in shlex.split(line)[1:]]
+        assert cli.main(words) == 0, line  # every example is a plan that fits
+        capsys.readouterr()

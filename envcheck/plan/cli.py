@@ -52,7 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
                                   "training YAML or a parameter count. JSON output: docs/plan-json.md.",
                                   ("envcheck plan Qwen/Qwen2.5-7B --gpu 4090 --host-mem 64",
                                    "envcheck plan examples/train_lora/llama3_lora_sft.yaml --gpu T4 --host-mem 32",
-                                   "envcheck plan ~/models/qwen2.5-7b/config.json --method full --gpus 8 --gpu H100",
+                                   "envcheck plan ~/models/qwen2.5-7b/config.json --method full --gpus 8 --gpu H100-80GB --host-mem 1024",
                                    "envcheck plan 13B --method full --gpus 4 --gpu A100-80GB --host-mem 512 "
                                    "--emit-ds-config ds.json"),
                                   (("0", "the plan fits"), ("1", "it does not fit (the advice says what would)"))))
