@@ -1,0 +1,93 @@
+"""The structure layer on real logs of the corpus's dev half (tests/assets/diagnose/corpus/labels.toml; the test
+half is never read here), the honest unknown, and linear time on a traceback-dense log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envcheck.cli import main
+from envcheck.diagnose.scan import Matcher, scan
+from envcheck.diagnose.source import open_log
+from envcheck.matrix import load_matrix
+
+DEV = Path(__file__).parent / "assets" / "diagnose" / "corpus" / "dev"
+
+
+def primary(capsys: pytest.CaptureFixture[str], path: Path) -> dict:
+    main(["diagnose", "--offline", "--json", str(path)])
+    causes = json.loads(capsys.readouterr().out)["causes"]
+    return causes[0] if causes else {"cause": None, "library": None}
+
+
+# (dev log, cause, library or None): one per class of miss issue 17 lists, and an Xid line
+CASES = [
+    ("c010", "missing_cuda_library", "libcurand"),  # ld: cannot find -lcurand while DeepSpeed builds cpu_adam
+    ("c002", "shm_too_small", None),  # NCCL shmutils.cc: failed to extend /dev/shm/nccl-*
+    ("c008", "cuda_arch_unsupported", None),  # nvcc fatal: Unsupported gpu architecture 'compute_86'
+    ("c012", "disk_full", None),  # OSError: [Errno 28] No space left on device saving a checkpoint
+    ("c050", "disk_full", None),  # a container layer: "no space left on device"
+    ("c003", "numpy_abi", "numpy"),  # `np.NaN` was removed in the NumPy 2.0 release
+    ("c040", "version_conflict", "transformers"),  # ImportError: cannot import name ... from 'transformers...'
+    ("c068", "gpu_xid", None),  # NVRM: Xid lines in the kernel log
+    ("c112", "gpu_xid", None),  # NVRM: Reset required / GSP failures, no Xid number
+    ("c015", "segfault_abi_mismatch", "flash_attn_2_cuda"),  # undefined symbol in flash_attn_2_cuda.*.so
+    ("c061", "nccl_error", "nccl"),  # NCCL's error trace (transport/net.cc:515 -> 2)
+]
+
+
+@pytest.mark.parametrize("name,cause,library", CASES, ids=[c[0] for c in CASES])
+def test_dev_logs_get_the_right_cause(capsys, name: str, cause: str, library: str | None) -> None:
+    first = primary(capsys, DEV / f"{name}.log")
+    assert first["cause"] == cause
+    if library:
+        assert first["library"] == library
+
+
+def test_xid_79_names_the_catalog_meaning(tmp_path: Path, capsys) -> None:
+    # The driver's own format (open-gpu-kernel-modules nvrm), as the dev logs show it, for Xid 79.
+    log = tmp_path / "kern.log"
+    log.write_text("[Sun Jan 11 09:52:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=2610, name=python, "
+                   "GPU has fallen off the bus.\n")
+    first = primary(capsys, log)
+    assert first["cause"] == "gpu_xid" and "Xid 79" in first["title"] and "fallen off the bus" in first["title"]
+    assert "docs.nvidia.com/deploy/xid-errors" in first["explanation"]
+
+
+def test_honest_unknown_shows_the_first_real_exception_and_exit_status(tmp_path: Path, capsys) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+                   "KeyError: 'labels'\n"
+                   "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n")
+    assert main(["diagnose", "--offline", str(log), "--exit-code", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing in the log matched a known cause" in out and "KeyError: 'labels'" in out and "exit status 1" in out
+    main(["diagnose", "--offline", "--json", str(log)])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["causes"] == [] and doc["first_exception"]["text"] == "KeyError: 'labels'"
+
+
+def _lines_visited(tmp_path: Path, headers: int, monkeypatch) -> int:
+    import envcheck.diagnose.scan as scan_mod
+
+    calls = {"n": 0}
+    real = scan_mod._Scanner._traceback  # noqa: SLF001
+
+    def counting(self, data, start, end, line):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        return real(self, data, start, end, line)
+
+    monkeypatch.setattr(scan_mod._Scanner, "_traceback", counting)  # noqa: SLF001
+    path = tmp_path / f"tb{headers}.log"
+    path.write_bytes(b"Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n" * headers)
+    with open_log(str(path)) as log:
+        scan([log], Matcher(load_matrix().signatures))
+    return calls["n"]
+
+
+def test_traceback_dense_log_is_linear(tmp_path: Path, monkeypatch) -> None:
+    """Tracebacks parsed do not grow with the log once the kept ones are full (and each reads its own lines)."""
+    small, large = _lines_visited(tmp_path, 5_000, monkeypatch), _lines_visited(tmp_path, 50_000, monkeypatch)
+    assert large <= small * 2
