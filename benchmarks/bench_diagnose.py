@@ -1,6 +1,10 @@
 """`envcheck diagnose` scan speed and memory vs `grep -E` over the same signatures, on a 1 GB training log.
 
-Usage: python benchmarks/bench_diagnose.py [--size-mb 1024] [--runs 3] [--keep FILE]
+Usage: python benchmarks/bench_diagnose.py [--size-mb 1024] [--runs 3] [--keep FILE] [--shape NAME|all]
+
+Shapes: `benchmark` (below), `trainer` (dense `{'loss': ...}` and `[INFO|trainer.py:N]` lines), `ranks` (eight ranks'
+stdout interleaved, `[rankN]:` prefixes, NCCL INFO lines), `tracebacks` (repeated two-line traceback headers). Each
+is timed with Hyperscan (when installed), without it (ENVCHECK_NO_HYPERSCAN=1), and against grep.
 
 The log is synthetic but shaped like a LLaMA-Factory run (loss dicts, tqdm bars, DeepSpeed and NCCL info lines)
 with a real failure at the end. Both sides run as fresh processes on one core (taskset when present) after a
@@ -42,16 +46,48 @@ def make_log(path: str, size_mb: int) -> None:
         handle.write(_TAIL.encode())
 
 
+def make_shape(path: str, size_mb: int, shape: str) -> None:
+    if shape == "benchmark":
+        make_log(path, size_mb)
+        return
+    rng = random.Random(2)
+    lines = []
+    for i in range(4000):
+        if shape == "trainer":
+            lines.append(f"{{'loss': {rng.random() * 3:.4f}, 'grad_norm': {rng.random() * 5:.6f}, 'learning_rate': "
+                         f"{rng.random() * 1e-4:.4e}, 'epoch': {i / 400:.2f}}}\n")
+            lines.append(f"[INFO|trainer.py:{rng.randint(100, 4000)}] 2025-02-09 07:05:{i % 60:02d},{i % 1000:03d} >> "
+                         f"***** Running training ***** step {i}\n")
+        elif shape == "ranks":
+            r = i % 8
+            lines.append(f"[rank{r}]: {{'loss': {rng.random() * 3:.4f}, 'learning_rate': 2e-05, 'epoch': {i / 400:.2f}}}\n")
+            lines.append(f"node{r // 4}:{1000 + r}:{2000 + r} [{r % 4}] NCCL INFO Channel {i % 16:02d}/0 : {r}[{r}] -> "
+                         f"{(r + 1) % 8}[{(r + 1) % 8}] via P2P/IPC/read\n")
+            lines.append(f"[rank{r}]:[W209 07:05:39.{i:09d} ProcessGroupNCCL.cpp:4115] Warning: "
+                         "TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect for point-to-point collectives.\n")
+        else:
+            lines.append("Traceback (most recent call last):\n")
+            lines.append(f'  File "train.py", line {i}, in <module>\n')
+    block = "".join(lines).encode()
+    with open(path, "wb") as handle:
+        written = 0
+        while written < size_mb << 20:
+            handle.write(block)
+            written += len(block)
+        handle.write(_TAIL.encode())
+
+
 _WRAP = ("import resource, subprocess, sys, time\nt = time.perf_counter()\n"
          "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
          "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n")
 
 
-def timed(argv: list[str], runs: int) -> tuple[float, float]:
+def timed(argv: list[str], runs: int, env: dict[str, str] | None = None) -> tuple[float, float]:
     walls, peaks = [], []
     pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", _WRAP, *pin, *argv], capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", _WRAP, *pin, *argv], capture_output=True, text=True, check=True,
+                             env=env)
         wall, peak = out.stdout.split()
         walls.append(float(wall))
         peaks.append(float(peak))
@@ -62,31 +98,39 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--keep", help="write (or reuse) the log at this path")
+    parser.add_argument("--keep", help="write (or reuse) the log at this path (a shape name is added for --shape all)")
+    parser.add_argument("--shape", default="benchmark", choices=("benchmark", "trainer", "ranks", "tracebacks", "all"))
     args = parser.parse_args()
-    path = args.keep or os.path.join(tempfile.mkdtemp(prefix="envcheck-bench-"), "train.log")
-    if not os.path.exists(path):
-        make_log(path, args.size_mb)
-    size = os.path.getsize(path)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from envcheck.matrix import load_matrix
 
     patterns = [s.pattern for s in load_matrix().signatures]
-    pattern_file = path + ".patterns"
+    folder = tempfile.mkdtemp(prefix="envcheck-bench-")
+    pattern_file = os.path.join(folder, "signatures.patterns")
     with open(pattern_file, "w", encoding="utf-8") as handle:  # grep -E spells \d and \s differently
         handle.write("\n".join(p.replace(r"\d", "[0-9]").replace(r"\s", "[[:space:]]").replace(r"\S", "[^[:space:]]")
                                .replace(r"\w", "[[:alnum:]_]").replace(r"\b", "") for p in patterns) + "\n")
-    envcheck = [sys.executable, "-m", "envcheck", "diagnose", "--offline", "--json", path]
-    grep = ["grep", "-E", "-n", "-f", pattern_file, path]
-    for argv in (envcheck, grep):  # warm the page cache
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ours, ours_mem = timed(envcheck, args.runs)
-    theirs, theirs_mem = timed(grep, args.runs)
-    print(f"log: {size / 1e6:.0f} MB, {len(patterns)} signatures, median of {args.runs} runs, one core")
-    print(f"{'command':<34} {'s':>7} {'MB/s':>8} {'peak MiB':>9}")
-    print(f"{'envcheck diagnose':<34} {ours:7.2f} {size / ours / 1e6:8.0f} {ours_mem:9.1f}")
-    print(f"{'grep -E -f signatures':<34} {theirs:7.2f} {size / theirs / 1e6:8.0f} {theirs_mem:9.1f}")
-    print(f"ratio (grep time / envcheck time): {theirs / ours:.2f}")
+    shapes = ("benchmark", "trainer", "ranks", "tracebacks") if args.shape == "all" else (args.shape,)
+    print(f"{len(patterns)} signatures, median of {args.runs} runs, one core (taskset -c 0), page cache warm")
+    print(f"| shape | MB | envcheck MB/s (Hyperscan) | envcheck MB/s (re) | grep -E -f MB/s | peak MiB (ours, grep) "
+          f"| ours/grep |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for shape in shapes:
+        path = args.keep if args.keep and len(shapes) == 1 else os.path.join(args.keep or folder, f"{shape}.log") \
+            if args.keep and os.path.isdir(args.keep) else os.path.join(folder, f"{shape}.log")
+        if not os.path.exists(path):
+            make_shape(path, args.size_mb if shape != "tracebacks" else max(7, args.size_mb // 8), shape)
+        size = os.path.getsize(path)
+        envcheck = [sys.executable, "-m", "envcheck", "diagnose", "--offline", "--json", path]
+        grep = ["grep", "-E", "-n", "-f", pattern_file, path]
+        plain = dict(os.environ, ENVCHECK_NO_HYPERSCAN="1")
+        for argv in (envcheck, grep):  # warm the page cache
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        fast, fast_mem = timed(envcheck, args.runs)
+        slow, slow_mem = timed(envcheck, args.runs, plain)
+        theirs, theirs_mem = timed(grep, args.runs)
+        print(f"| {shape} | {size / 1e6:.0f} | {size / fast / 1e6:.0f} | {size / slow / 1e6:.0f} | "
+              f"{size / theirs / 1e6:.0f} | {max(fast_mem, slow_mem):.0f}, {theirs_mem:.0f} | {theirs / fast:.2f} |")
     return 0
 
 

@@ -49,9 +49,12 @@ def to_text(d: Diagnosis) -> str:
     out: list[str] = []
     if d.signal or d.exit_code is not None:
         out.append(f"exit: {d.exit_meaning}")
-    if not d.causes:
-        out.append("No known cause recognised." + (f" The first exception was (line {d.first_exception.line}): "
-                                                   f"{d.first_exception.text}" if d.first_exception else ""))
+    if not d.causes:  # the honest unknown: what was seen, and that nothing known explains it
+        out.append("No known cause recognised: nothing in the log matched a known cause.")
+        if d.first_exception:
+            out.append(f"  first error (line {d.first_exception.line}): {d.first_exception.text}")
+        status = f"{d.exit_code}" if d.exit_code is not None else d.signal
+        out.append(f"  exit status {status}" if status else "  exit status: not known (give --exit-code)")
     for rank, c in enumerate(d.causes, 1):
         label = "primary cause" if rank == 1 else f"cause {rank}"
         blame = f" [{c.library}]" if c.library else ""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from envcheck.diagnose.literals import anchor
+from envcheck.diagnose.multimatch import hyperscan_finder
 from envcheck.diagnose.model import Hit, ScanResult, SignatureHits
 from envcheck.diagnose.source import OpenedLog
 from envcheck.diagnose.stamps import LogStamps
@@ -67,16 +68,23 @@ class Matcher:
         self.unanchored = tuple(r for r in rules if not r.anchor)
         self.anchors = tuple(sorted({r.anchor for r in self.anchored} | {TRACEBACK} | set(STRUCTURE)))  # type: ignore[arg-type]
         self._cache: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
+        self.fast = hyperscan_finder(self.anchors)  # every anchor whole, when Hyperscan is installed
+        # Without the traceback header: once BLOCKS tracebacks are kept, a block's headers are found with
+        # bytes.rfind (only its last BLOCKS // 4 can still be kept), so a log dense in tracebacks is read at the
+        # speed of any other.
+        self.rest = tuple(a for a in self.anchors if a != TRACEBACK)
+        self.fast_rest = hyperscan_finder(self.rest)
 
-    def prefilter(self, sample: bytes) -> re.Pattern[bytes]:
+    def prefilter(self, sample: bytes, anchors: tuple[bytes, ...] | None = None) -> re.Pattern[bytes]:
         """A regex of one short key per anchor, each starting at the byte that is rarest in SAMPLE.
 
         Why: `re` scans for an alternation by testing each position against the set of first bytes; when those
         bytes are rare in this log, almost every position is skipped in C and the scan runs near memory speed.
         """
-        freq = {b: sample.count(bytes((b,))) for b in {c for a in self.anchors for c in a}}
+        anchors = self.anchors if anchors is None else anchors
+        freq = {b: sample.count(bytes((b,))) for b in {c for a in anchors for c in a}}
         keys = set()
-        for text in self.anchors:
+        for text in anchors:
             start = min(range(len(text) - MIN_KEY + 1), key=lambda i: (freq[text[i]], -len(text[i:i + KEY])))
             keys.add(text[start:start + KEY])
         ordered = tuple(sorted(keys))
@@ -133,6 +141,7 @@ class _Scanner:
         self.m, self.name, self.tally = matcher, name, tally
         self.line = 1  # number of the first line of the next block
         self.prefilter: re.Pattern[bytes] | None = None
+        self.prefilter_rest: re.Pattern[bytes] | None = None
         self.stamps = LogStamps()
         self.recent = b""  # the log's last RECENT bytes
 
@@ -141,23 +150,30 @@ class _Scanner:
         m, last_start, cursor, cursor_line = self.m, -1, 0, self.line
         if self.prefilter is None:
             self.prefilter = m.prefilter(data[:_SAMPLE])
+            self.prefilter_rest = m.prefilter(data[:_SAMPLE], m.rest)
             self.stamps.head(data[:_SAMPLE])
             self.pids(data[:_SAMPLE])
         if complete:
             self.stamps.tail(data)
             self.recent = (self.recent + data[-RECENT:])[-RECENT:]
-        for found in self.prefilter.finditer(data):
-            start = data.rfind(b"\n", 0, found.start()) + 1
+        dense = len(self.tally.blocks) >= BLOCKS
+        if dense:  # only the last tracebacks of this block can still be kept: find them from its end
+            self._last_tracebacks(data)
+        prefilter, fast = (self.prefilter_rest, m.fast_rest) if dense else (self.prefilter, m.fast)
+        matches = ((f.start(), f.end()) for f in prefilter.finditer(data)) if fast is None else fast(data)
+        for found_start, found_end in matches:
+            start = data.rfind(b"\n", 0, found_start) + 1
             if start == last_start:
                 continue
-            end = data.find(b"\n", found.end())
+            end = data.find(b"\n", found_end)
             end = len(data) if end < 0 else end
             last_start = start
             cursor_line += data.count(b"\n", cursor, start)
             cursor = start
             line = data[start:end]
             if TRACEBACK in line:
-                self._traceback(data, start, end, cursor_line)
+                if not dense:
+                    self._traceback(data, start, end, cursor_line)
             elif any(a in line for a in STRUCTURE):
                 self.tally.note(self.name, cursor_line, line)
             for rule in m.anchored:
@@ -171,6 +187,20 @@ class _Scanner:
                 self.tally.add(rule.id, self.name, number, data[start:len(data) if end < 0 else end])
         if complete:
             self.line += data.count(b"\n")
+
+    def _last_tracebacks(self, data: bytes) -> None:
+        starts, pos = [], len(data)
+        while len(starts) < BLOCKS // 4:
+            pos = data.rfind(TRACEBACK, 0, pos)
+            if pos < 0:
+                break
+            starts.append(data.rfind(b"\n", 0, pos) + 1)
+        number, counted = self.line, 0
+        for start in reversed(starts):
+            number += data.count(b"\n", counted, start)
+            counted = start
+            end = data.find(b"\n", start)
+            self._traceback(data, start, len(data) if end < 0 else end, number)
 
     def pids(self, data: bytes) -> None:
         for a, b in _PIDS.findall(data):

@@ -8,7 +8,9 @@ import re
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal")
-NINJA = (b"TORCH_EXTENSION_NAME=", b"NCCL INFO")
+# NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
+# a candidate.
+NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
 # ninja: "FAILED: <target>" ; torch.utils.cpp_extension passes -DTORCH_EXTENSION_NAME=<op> on every compile line.
 _FAILED = re.compile(r"^\W{0,3}FAILED: (?P<target>\S+)")
 _EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")

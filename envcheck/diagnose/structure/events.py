@@ -7,7 +7,7 @@ from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
 # Error lines of any kind, for the honest unknown: the first one is shown when no known cause matched.
-ERRORS = (b"Error: ", b"error: ", b"FAILED", b"fatal: ")
+ERRORS = (b"Error: ", b"FAILED: ", b"fatal: ")
 ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faulthandler.ANCHORS, *installer.ANCHORS,
                               *tracebacks.ANCHORS, *build.NINJA,
                               *ERRORS)
