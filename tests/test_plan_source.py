@@ -121,8 +121,8 @@ def test_llama_factory_full_yaml_takes_its_deepspeed_stage(capsys, tmp_path):
     (tree / "examples" / "deepspeed").mkdir()
     text = FULL_YAML.read_text().replace("ds_z3_config.json", "ds_z3_offload_config.json")
     (tree / "examples" / "train_full" / "x.yaml").write_text(text)
-    (tree / "examples" / "deepspeed" / "ds_z3_offload_config.json").write_text(json.dumps(
-        {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}}))
+    zero = {"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}
+    (tree / "examples" / "deepspeed" / "ds_z3_offload_config.json").write_text(json.dumps({"zero_optimization": zero}))
     data = plan_json(capsys, str(tree / "examples" / "train_full" / "x.yaml"), "--gpu-mem", "24", "--host-mem", "512")
     assert (data["config"]["zero"], data["config"]["offload"]) == (3, "all")
 

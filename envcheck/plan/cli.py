@@ -52,7 +52,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
                                   "training YAML or a parameter count. JSON output: docs/plan-json.md.",
                                   ("envcheck plan Qwen/Qwen2.5-7B --gpu 4090 --host-mem 64",
                                    "envcheck plan examples/train_lora/llama3_lora_sft.yaml --gpu T4 --host-mem 32",
-                                   "envcheck plan ~/models/qwen2.5-7b/config.json --method full --gpus 8 --gpu H100-80GB --host-mem 1024",
+                                   "envcheck plan ~/models/qwen2.5-7b/config.json --method full --gpus 8 "
+                                   "--gpu H100-80GB --host-mem 1024",
                                    "envcheck plan 13B --method full --gpus 4 --gpu A100-80GB --host-mem 512 "
                                    "--emit-ds-config ds.json"),
                                   (("0", "the plan fits"), ("1", "it does not fit (the advice says what would)"))))
@@ -155,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
     setup = Setup(method=str(o["method"]), precision=precision, gpus_per_node=gpus, nodes=args.nodes,
                   seq_len=int(str(o["seq_len"])), batch=int(str(o["batch"])), grad_accum=int(str(o["grad_accum"])),
                   grad_ckpt=bool(o["grad_ckpt"]), attention=attention, lora_rank=int(str(o["lora_rank"])),
-                  lora_targets=targets, quant_bits=int(str(o["quant_bits"])), freeze_layers=int(str(o["freeze_layers"])),
+                  lora_targets=targets, quant_bits=int(str(o["quant_bits"])),
+                  freeze_layers=int(str(o["freeze_layers"])),
                   fused_loss=bool(o["fused_loss"]))
     plan = make_plan(model, setup, hardware, zero, offload, tuple(notes + why), tuple(warnings))
     if args.emit_ds_config and not plan.fits and not args.force:

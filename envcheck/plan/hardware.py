@@ -63,7 +63,8 @@ def gpu_from_matrix(name: str) -> tuple[int, str, str, str]:
         options = " or ".join(f"'{row.name} {s}GB'" for s in sizes)
         raise UsageError(f"--gpu {name!r}: {row.name} comes with {', '.join(map(str, sizes))} GiB; "
                          f"say {options}, or give --gpu-mem")
-    return size * GIB, f"{row.name} {size} GiB (compat_matrix/gpus.toml; {row.source})", row.name, row.compute_capability
+    source = f"{row.name} {size} GiB (compat_matrix/gpus.toml; {row.source})"
+    return size * GIB, source, row.name, row.compute_capability
 
 
 def _same_gpu(named: str, local: str) -> bool:
@@ -105,7 +106,8 @@ def resolve_hardware(gpu: str | None, gpu_mem_gib: float | None, host_mem_gib: f
             raise UsageError("no NVIDIA GPU found on this machine: give --gpu NAME or --gpu-mem GIB for a GPU "
                              "verdict (host RAM still comes from this machine unless --host-mem is given)")
         smallest = min(sized, key=lambda g: g.memory_total_bytes)  # type: ignore[attr-defined]
-        gpu_bytes, gpu_source = smallest.memory_total_bytes, f"this machine: {smallest.name}"  # type: ignore[attr-defined]
+        gpu_bytes = smallest.memory_total_bytes  # type: ignore[attr-defined]
+        gpu_source = f"this machine: {smallest.name}"  # type: ignore[attr-defined]
         gpus_found, name = len(sized), str(smallest.name)  # type: ignore[attr-defined]
         capability = getattr(smallest, "compute_capability", None)
     if host_mem_gib is not None:
@@ -125,10 +127,11 @@ def resolve_hardware(gpu: str | None, gpu_mem_gib: float | None, host_mem_gib: f
     here = local_gpus()
     other = []
     if gpus_found is None:
+        planned = f"{name} GPUs" if name else f"GPUs of {gpu_source}"
         if not here:
-            other.append(f"{name or gpu_source} GPUs (this machine has none)")
+            other.append(f"{planned} (this machine has none)")
         elif name is None or not _same_gpu(name, str(getattr(here[0], "name", ""))):
-            other.append(f"{name or gpu_source} GPUs (this machine has {getattr(here[0], 'name', 'another GPU')})")
+            other.append(f"{planned} (this machine has {getattr(here[0], 'name', 'another GPU')})")
     if gpus is not None and gpus != len(here):
         other.append(f"{gpus} GPU(s) per node (this machine has {len(here)})")
     if nodes > 1:
