@@ -38,8 +38,19 @@ CASES = [
 ]
 
 
+@pytest.fixture(params=["hyperscan", "re"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both prefilter engines give the same answers: Hyperscan (the `fast` extra) and the `re` fallback."""
+    if request.param == "re":
+        monkeypatch.setenv("ENVCHECK_NO_HYPERSCAN", "1")
+    else:
+        pytest.importorskip("hyperscan", reason="the hyperscan wheel (extra 'fast') is not installed")
+        monkeypatch.delenv("ENVCHECK_NO_HYPERSCAN", raising=False)
+    return request.param
+
+
 @pytest.mark.parametrize("name,cause,library", CASES, ids=[c[0] for c in CASES])
-def test_dev_logs_get_the_right_cause(capsys, name: str, cause: str, library: str | None) -> None:
+def test_dev_logs_get_the_right_cause(capsys, engine: str, name: str, cause: str, library: str | None) -> None:
     first = primary(capsys, DEV / f"{name}.log")
     assert first["cause"] == cause
     if library:
@@ -91,3 +102,17 @@ def test_traceback_dense_log_is_linear(tmp_path: Path, monkeypatch) -> None:
     """Tracebacks parsed do not grow with the log once the kept ones are full (and each reads its own lines)."""
     small, large = _lines_visited(tmp_path, 5_000, monkeypatch), _lines_visited(tmp_path, 50_000, monkeypatch)
     assert large <= small * 2
+
+
+def test_common_anchors_are_still_found_where_a_run_dies(tmp_path: Path, capsys, engine: str) -> None:
+    """In a long step log the bytes of 'Error: ' are everywhere, so the re engine looks for it only in the head
+    and the tail; the error that ends the run is in the tail and must still be shown."""
+    log = tmp_path / "train.log"
+    step = "[INFO|trainer.py:2345] Epoch 0.42 Eval: {'loss': 1.2345, 'error_rate': 0.01, 'Err': 0, 'root': 1}\n"
+    with log.open("w") as out:
+        out.write(step * 60_000)  # about 5 MB: past the head (1 MiB) and the tail (256 KiB)
+        out.write("ValueError: the dataset column 'text' is missing\n")
+    main(["diagnose", "--offline", "--json", str(log)])
+    report = json.loads(capsys.readouterr().out)
+    assert report["causes"] == []
+    assert "the dataset column 'text' is missing" in (report["first_exception"] or {}).get("text", "")

@@ -29,6 +29,7 @@ TRACEBACK = b"Traceback (most recent call last):"
 _PROBE_LINES = 400
 KEY = 8  # bytes of each anchor the prefilter looks for (at least MIN_KEY)
 MIN_KEY = 4
+COMMON_SHARE = 0.002  # a key whose first byte is more than this share of a log's bytes slows `re`'s alternation
 _SAMPLE = 1024 * 1024  # lines after a traceback header searched for its exception line
 # Where logs name the run's process ids: torchrun's `(pid: 2610)` and `received by PID 2610`, `pid=2610`, the
 # DeepSpeed launcher's `Killing subprocess 2610`, elastic's `Sending process 2610 closing signal`, a pasted
@@ -75,6 +76,22 @@ class Matcher:
         self.rest = tuple(a for a in self.anchors if a != TRACEBACK)
         self.fast_rest = hyperscan_finder(self.rest)
 
+    def _keys(self, sample: bytes, anchors: tuple[bytes, ...]) -> dict[bytes, tuple[bytes, float]]:
+        """anchor -> (its key: MIN_KEY..KEY bytes starting at the byte rarest in SAMPLE, that byte's share)."""
+        freq = {b: sample.count(bytes((b,))) for b in {c for a in anchors for c in a}}
+        size = max(len(sample), 1)
+        keys = {}
+        for text in anchors:
+            start = min(range(len(text) - MIN_KEY + 1), key=lambda i: (freq[text[i]], -len(text[i:i + KEY])))
+            keys[text] = (text[start:start + KEY], freq[text[start]] / size)
+        return keys
+
+    def _compiled(self, keys: set[bytes]) -> re.Pattern[bytes]:
+        ordered = tuple(sorted(keys))
+        if ordered not in self._cache:
+            self._cache[ordered] = re.compile(b"|".join(re.escape(k) for k in ordered) or b"(?!)")
+        return self._cache[ordered]
+
     def prefilter(self, sample: bytes, anchors: tuple[bytes, ...] | None = None) -> re.Pattern[bytes]:
         """A regex of one short key per anchor, each starting at the byte that is rarest in SAMPLE.
 
@@ -83,14 +100,27 @@ class Matcher:
         """
         anchors = self.anchors if anchors is None else anchors
         freq = {b: sample.count(bytes((b,))) for b in {c for a in anchors for c in a}}
+        chosen: set[int] = set()  # first bytes already in the alternation: reusing one costs nothing
         keys = set()
-        for text in anchors:
-            start = min(range(len(text) - MIN_KEY + 1), key=lambda i: (freq[text[i]], -len(text[i:i + KEY])))
+        # Hardest anchors first (those whose rarest byte is still common), then each takes the start whose first
+        # byte adds least to the set `re` tests every position against.
+        for text in sorted(anchors, key=lambda a: -min(freq[c] for c in a[:len(a) - MIN_KEY + 1])):
+            start = min(range(len(text) - MIN_KEY + 1),
+                        key=lambda i: (0 if text[i] in chosen else freq[text[i]], -len(text[i:i + KEY])))
+            chosen.add(text[start])
             keys.add(text[start:start + KEY])
-        ordered = tuple(sorted(keys))
-        if ordered not in self._cache:
-            self._cache[ordered] = re.compile(b"|".join(re.escape(k) for k in ordered))
-        return self._cache[ordered]
+        return self._compiled(keys)
+
+    def common(self, sample: bytes) -> tuple[bytes, ...]:
+        """Structure anchors whose every key starts with a byte common in this log ('Error: ', '+cpu', ' -> 1'):
+        in `re`'s alternation they would test nearly every position, so the streaming pass leaves them out and
+        they are looked for where a run starts and where it dies (the first _SAMPLE and last RECENT bytes).
+        Signature anchors and the traceback header are never left out; with Hyperscan nothing is."""
+        if self.fast is not None:
+            return ()
+        signature = {r.anchor for r in self.anchored}
+        keys = self._keys(sample, tuple(a for a in STRUCTURE if a not in signature))
+        return tuple(sorted(a for a, (_key, share) in keys.items() if share > COMMON_SHARE))
 
 
 @dataclass
@@ -144,22 +174,69 @@ class _Scanner:
         self.prefilter_rest: re.Pattern[bytes] | None = None
         self.stamps = LogStamps()
         self.recent = b""  # the log's last RECENT bytes
+        self.common: tuple[bytes, ...] = ()  # structure anchors looked for at the head and the tail only
+        self.head_lines = 0  # lines of the head, which were matched with every anchor
+        self.tail, self.tail_line = b"", 1  # the last block's last RECENT bytes (from a line start), its first line
 
     def block(self, data: bytes, complete: bool) -> None:
         """Match DATA, which ends at a line end (or is a segment of an over-long line when not complete)."""
-        m, last_start, cursor, cursor_line = self.m, -1, 0, self.line
+        m = self.m
+        head = 0
         if self.prefilter is None:
-            self.prefilter = m.prefilter(data[:_SAMPLE])
-            self.prefilter_rest = m.prefilter(data[:_SAMPLE], m.rest)
-            self.stamps.head(data[:_SAMPLE])
-            self.pids(data[:_SAMPLE])
+            sample = data[:_SAMPLE]
+            self.common = m.common(sample)
+            keep = tuple(a for a in m.anchors if a not in self.common)
+            self.prefilter = m.prefilter(sample, keep)
+            self.prefilter_rest = m.prefilter(sample, tuple(a for a in keep if a != TRACEBACK))
+            self.stamps.head(sample)
+            self.pids(sample)
+            if self.common:  # the head meets every anchor
+                head = data.rfind(b"\n", 0, _SAMPLE) + 1 if len(data) > _SAMPLE else len(data)
+                self._match(data[:head], self.line, m.prefilter(sample), m.fast, dense=False)
+                self.head_lines = data.count(b"\n", 0, head)
         if complete:
             self.stamps.tail(data)
             self.recent = (self.recent + data[-RECENT:])[-RECENT:]
+            if self.common:
+                cut = data.find(b"\n", max(0, len(data) - RECENT) - 1) + 1 if len(data) > RECENT else 0
+                self.tail, self.tail_line = data[cut:], self.line + data.count(b"\n", 0, cut)
         dense = len(self.tally.blocks) >= BLOCKS
         if dense:  # only the last tracebacks of this block can still be kept: find them from its end
             self._last_tracebacks(data)
         prefilter, fast = (self.prefilter_rest, m.fast_rest) if dense else (self.prefilter, m.fast)
+        first_line = self.line + (data.count(b"\n", 0, head) if head else 0)
+        self._match(data[head:], first_line, prefilter, fast, dense)  # type: ignore[arg-type]
+        for rule in m.unanchored:
+            for found in rule.regex.finditer(data):
+                start = data.rfind(b"\n", 0, found.start()) + 1
+                end = data.find(b"\n", found.end())
+                number = self.line + data.count(b"\n", 0, start)
+                self.tally.add(rule.id, self.name, number, data[start:len(data) if end < 0 else end])
+        if complete:
+            self.line += data.count(b"\n")
+
+    def finish(self) -> None:
+        """The tail meets the common structure anchors the streaming pass left out (lines the head covered, or
+        that another anchor already brought in, are not taken twice)."""
+        if not self.common or not self.tail:
+            return
+        pattern = self.m._compiled(set(self.common))
+        skip = tuple(a for a in self.m.anchors if a not in self.common)
+        data, last_start = self.tail, -1
+        for found in pattern.finditer(data):
+            start = data.rfind(b"\n", 0, found.start()) + 1
+            if start == last_start:
+                continue
+            last_start = start
+            number = self.tail_line + data.count(b"\n", 0, start)
+            end = data.find(b"\n", found.end())
+            line = data[start:len(data) if end < 0 else end]
+            if number > self.head_lines and not any(a in line for a in skip):
+                self.tally.note(self.name, number, line)
+
+    def _match(self, data: bytes, first_line: int, prefilter: re.Pattern[bytes], fast, dense: bool) -> None:  # type: ignore[no-untyped-def]
+        """Every candidate line of DATA (which starts at a line start, numbered FIRST_LINE) meets the rules."""
+        m, last_start, cursor, cursor_line = self.m, -1, 0, first_line
         matches = ((f.start(), f.end()) for f in prefilter.finditer(data)) if fast is None else fast(data)
         for found_start, found_end in matches:
             start = data.rfind(b"\n", 0, found_start) + 1
@@ -179,14 +256,6 @@ class _Scanner:
             for rule in m.anchored:
                 if rule.anchor in line and rule.regex.search(line):  # type: ignore[operator]
                     self.tally.add(rule.id, self.name, cursor_line, line)
-        for rule in m.unanchored:
-            for found in rule.regex.finditer(data):
-                start = data.rfind(b"\n", 0, found.start()) + 1
-                end = data.find(b"\n", found.end())
-                number = self.line + data.count(b"\n", 0, start)
-                self.tally.add(rule.id, self.name, number, data[start:len(data) if end < 0 else end])
-        if complete:
-            self.line += data.count(b"\n")
 
     def _last_tracebacks(self, data: bytes) -> None:
         starts, pos = [], len(data)
@@ -268,6 +337,7 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
                 progress(log.name, log.position(), log.size)
         if carry:
             scanner.block(carry + b"\n", complete=True)
+        scanner.finish()
         total_lines += scanner.line - 1
         scanner.pids(scanner.recent)
         first, last = scanner.stamps.bounds()
@@ -276,6 +346,8 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
     by_signature = {
         rule_id: SignatureHits(rule_id, count, tuple(tally.kept[rule_id])) for rule_id, count in tally.counts.items()
     }
+    order = {name: i for i, name in enumerate(names)}
+    excerpt = sorted((*tally.excerpt, *tally.excerpt_tail), key=lambda line: (order.get(line.file, 0), line.number))
     return ScanResult(tuple(names), total_bytes, total_lines, by_signature, tuple(tally.exceptions),
                       min(firsts) if firsts else None, max(lasts) if lasts else None, frozenset(tally.pids),
-                      (*tally.excerpt, *tally.excerpt_tail), (*tally.blocks, *tally.blocks_tail))
+                      tuple(excerpt), (*tally.blocks, *tally.blocks_tail))
