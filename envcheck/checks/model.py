@@ -8,7 +8,7 @@ from dataclasses import dataclass
 CATEGORIES = frozenset({
     "host_oom", "gpu_oom", "segfault_abi_mismatch", "segfault_other", "cuda_arch_unsupported", "driver_too_old",
     "cuda_toolkit_mismatch", "missing_cuda_library", "nccl_error", "nccl_timeout", "shm_too_small", "numpy_abi",
-    "torch_cpu_only", "deepspeed_build_failure", "version_conflict", "other",
+    "torch_cpu_only", "deepspeed_build_failure", "version_conflict", "gpu_xid", "disk_full", "other",
 })
 
 

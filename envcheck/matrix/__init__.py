@@ -8,8 +8,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from envcheck import __version__
 from envcheck.errors import UsageError
 from envcheck.matrix.model import (
@@ -148,6 +146,8 @@ def load_matrix(directory: str | None = None, check_min_version: bool = True, va
     min_envcheck = meta.get("min_envcheck")
     if not isinstance(min_envcheck, str):
         raise MatrixError(f"{meta_path}: min_envcheck: missing or not a string")
+    from packaging.version import InvalidVersion, Version  # here, so that `envcheck --version` needs no dependency
+
     try:
         too_new = Version(min_envcheck) > Version(__version__)
     except InvalidVersion:
