@@ -35,6 +35,10 @@ CASES = [
     ("c112", "gpu_xid", None),  # NVRM: Reset required / GSP failures, no Xid number
     ("c015", "segfault_abi_mismatch", "flash_attn_2_cuda"),  # undefined symbol in flash_attn_2_cuda.*.so
     ("c061", "nccl_error", "nccl"),  # NCCL's error trace (transport/net.cc:515 -> 2)
+    ("c124", "nccl_error", "nccl"),  # NCCL error in: ... invalid usage; Duplicate GPU detected
+    ("c120", "nccl_timeout", "nccl"),  # [Rank 6] Watchdog caught collective ... (the line cut where the user cut it)
+    ("c139", "host_oom", None),  # the kernel's "Kill process ... or sacrifice child" lines pasted into the log
+    ("c142", "version_conflict", "transformers"),  # check_min_version: requires a source install of Transformers
 ]
 
 

@@ -43,8 +43,8 @@ def events(lines: list[Line]) -> list[Event]:
             found.append(Event(
                 "cpu_torch", "torch_cpu_only", 0.6, "torch is a CPU-only build (+cpu)",
                 "The torch version string ends in +cpu: this build has no CUDA, so every .cuda() call and GPU "
-                "launcher fails.", "Install a CUDA build of torch (pip install torch --index-url "
-                "https://download.pytorch.org/whl/cu124, for the CUDA your driver supports).",
+                "launcher fails.", "Install a CUDA build of torch for the CUDA your driver supports (uv pip install torch "
+                "--torch-backend=auto, or pip with the index of PyTorch's CUDA wheels).",
                 line.file, line.number, text, "PyTorch wheel local version labels (+cpu, +cuXYZ)", "torch",
                 ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
         elif _NOSPACE.search(text):

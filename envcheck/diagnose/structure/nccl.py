@@ -6,13 +6,42 @@ import re
 
 from envcheck.diagnose.structure.model import Event, Line
 
-ANCHORS = (b"/dev/shm/nccl", b"shmutils.cc", b"remote process exit", b"ncclRemoteError", b"Connection closed by")
+ANCHORS = (b"/dev/shm/nccl", b"shmutils.cc", b"remote process exit", b"ncclRemoteError", b"Connection closed by",
+           b"NCCL error in", b"InvalidUsage", b"UnhandledCudaError", b"ncclSystemError", b"ncclInternalError",
+           b"Watchdog caught collective", b"Duplicate GPU detected")
 # NCCL src/misc/shmutils.cc: "Error: failed to extend %s to %ld bytes" / "Error while creating shared memory segment".
 _SHM = re.compile(r"shmutils\.cc.*(?:failed to extend|creating shared memory segment)|"
                   r"failed to extend /dev/shm/nccl|shared memory segment /dev/shm/nccl")
 # torch c10d NCCLUtils.cpp getNcclErrorDetailStr(ncclRemoteError): "A call failed possibly due to a network error or
 # a remote process exiting prematurely."; NCCL net_socket/socket.cc: "Connection closed by remote peer".
 _REMOTE = re.compile(r"ncclRemoteError|remote process exit(?:ed|ing)|Connection closed by (?:remote )?peer")
+
+
+# torch c10d NCCLUtils.hpp C10D_NCCL_CHECK: "NCCL error in: <file>:<line>, <ncclGetErrorString>, NCCL version X";
+# the result names are NCCL's ncclResult_t (src/nccl.h.in). "Duplicate GPU detected : rank 1 and rank 0 both on CUDA
+# device N" is NCCL's init.cc check behind ncclInvalidUsage.
+_ERROR = re.compile(r"NCCL error in: |\bnccl(?:InvalidUsage|UnhandledCudaError|SystemError|InternalError)\b")
+_DUPLICATE = re.compile(r"Duplicate GPU detected")
+# torch ProcessGroupNCCL.cpp: "[Rank N] Watchdog caught collective operation timeout: WorkNCCL(...)".
+_WATCHDOG = re.compile(r"Watchdog caught collective")
+
+
+def _error_event(line: Line) -> Event:
+    if _DUPLICATE.search(line.text):
+        return Event(
+            "nccl_error", "nccl_error", 0.85, "NCCL: two ranks use the same GPU (invalid usage)",
+            "NCCL refuses a communicator in which two ranks sit on one GPU: each process must select its own "
+            "device (torch.cuda.set_device(LOCAL_RANK)) before the process group is created.",
+            "Set the device from LOCAL_RANK in every rank before init_process_group, and check CUDA_VISIBLE_DEVICES "
+            "is not narrowed to one GPU per node.", line.file, line.number, line.text, "NCCL src/init.cc", "nccl")
+    return Event(
+        "nccl_error", "nccl_error", 0.7, "an NCCL call failed",
+        "A collective or the communicator's set-up returned an NCCL error (the kind is named in the line: invalid "
+        "usage, an unhandled CUDA error, a system error, an internal error).",
+        "Run with NCCL_DEBUG=INFO (and TORCH_DISTRIBUTED_DEBUG=DETAIL) to see which call and which rank failed; "
+        "an unhandled CUDA error usually hides the real CUDA error of that rank, read its log first.",
+        line.file, line.number, line.text, "torch/csrc/distributed/c10d/NCCLUtils.hpp C10D_NCCL_CHECK; NCCL nccl.h",
+        "nccl", ("export NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL",))
 
 
 def events(lines: list[Line]) -> list[Event]:
@@ -36,4 +65,15 @@ def events(lines: list[Line]) -> list[Event]:
                 line.file, line.number, line.text,
                 "torch/csrc/distributed/c10d/NCCLUtils.cpp getNcclErrorDetailStr (ncclRemoteError)", "nccl",
                 ("export NCCL_DEBUG=INFO",), symptom=True))
+        elif _WATCHDOG.search(line.text):
+            found.append(Event(
+                "nccl_watchdog", "nccl_timeout", 0.8, "NCCL: a collective timed out (the watchdog stopped it)",
+                "A rank waited for a collective longer than the process group's timeout: another rank was still "
+                "busy (a slow data step, a checkpoint save), hung, or already dead.",
+                "Find the rank that did not reach the collective (its last log lines); raise the timeout "
+                "(init_process_group(timeout=...), or ddp_timeout in TrainingArguments) only when a long step is "
+                "expected.", line.file, line.number, line.text, "torch ProcessGroupNCCL.cpp (watchdog)", "nccl",
+                ("export TORCH_NCCL_ASYNC_ERROR_HANDLING=1",)))
+        elif _ERROR.search(line.text) or _DUPLICATE.search(line.text):
+            found.append(_error_event(line))
     return found

@@ -87,6 +87,13 @@ ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version"
 _LOOSE = re.compile(r"^\W{0,3}(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))?:?\s*(?P<msg>.*)$")
 
 
+# transformers/utils/__init__.py check_min_version: "This example requires a source install from HuggingFace
+# Transformers (...), but the version found is X" / "This example requires a minimum version of X, but the version
+# found is Y".
+_MIN_VERSION = re.compile(r"(?:requires a source install from (?:HuggingFace )?(?P<mod>\w+)|requires a minimum "
+                          r"version of)[^\n]*but the version found is")
+
+
 def events(tracebacks: list[Traceback]) -> list[Event]:
     found = []
     for tb in tracebacks:
@@ -112,6 +119,16 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 f"Install the {mod} version the calling package requires (see its requirements), "
                                 f"e.g. pip install '{mod}==<the version it was written for>'.",
                                 "CPython import machinery (ImportError: cannot import name)", mod))
+        elif _MIN_VERSION.search(message):
+            hit = _MIN_VERSION.search(message)
+            mod = (hit.group("mod") or "transformers").lower()  # type: ignore[union-attr]
+            found.append(_event(tb, "min_version", "version_conflict", 0.85,
+                                f"the code needs a newer {mod} than the one installed",
+                                "The script checks the version of a library it was written for at start-up "
+                                "(transformers' check_min_version) and the installed one is older.",
+                                f"Install the {mod} the script asks for (for examples of a development release, "
+                                "from source: pip install git+<its repository>), or use the script of the "
+                                "installed release.", "transformers/utils/__init__.py check_min_version", mod))
         elif _ERRNO28.search(message) and "/dev/shm" not in message:
             found.append(_event(tb, "disk_full", "disk_full", 0.9, "The disk is full (No space left on device)",
                                 "A write failed with ENOSPC: the file system holding the output, checkpoint or "
