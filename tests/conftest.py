@@ -189,3 +189,18 @@ def recorded_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     uv = stand_in_uv(tmp_path / "bin", RECORDED_LOCK)
     monkeypatch.setattr(requirements, "find_uv", lambda: uv)
     return uv
+
+
+def memory_cgroup(name: str, limit_bytes: int = 200 << 20) -> Path | None:
+    """A cgroup v1 memory group with a small limit, for a child the OOM killer really kills; None without root or
+    the controller (the caller skips with its reason). Callers remove it after use."""
+    root = Path("/sys/fs/cgroup/memory")
+    if os.geteuid() != 0 or not (root / "memory.limit_in_bytes").exists():
+        return None
+    group = root / f"{name}-{os.getpid()}"
+    try:
+        group.mkdir(exist_ok=True)
+        (group / "memory.limit_in_bytes").write_text(str(limit_bytes))
+    except OSError:
+        return None
+    return group

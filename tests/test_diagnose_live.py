@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import memory_cgroup
 
 from envcheck.cli import main
 
@@ -65,21 +66,8 @@ def test_real_undefined_symbol_import_names_library_and_symbol(tmp_path: Path, c
     assert "flash_attn_2_cuda.so" in first["explanation"] and "_ZN3c104cuda9SetDeviceEi" in first["evidence"][0]["text"]
 
 
-def _memory_cgroup() -> Path | None:
-    root = Path("/sys/fs/cgroup/memory")
-    if os.geteuid() != 0 or not (root / "memory.limit_in_bytes").exists():
-        return None
-    group = root / f"envcheck-test-{os.getpid()}"
-    try:
-        group.mkdir(exist_ok=True)
-        (group / "memory.limit_in_bytes").write_text(str(200 << 20))
-    except OSError:
-        return None
-    return group
-
-
 def test_real_oom_kill_in_a_memory_cgroup(tmp_path: Path, capsys) -> None:
-    group = _memory_cgroup()
+    group = memory_cgroup("envcheck-test")
     if group is None:
         pytest.skip("needs root and a cgroup v1 memory controller")
     hog = "import os\nprint('pid', os.getpid(), flush=True)\nb = []\nwhile True: b.append(bytearray(8 << 20))\n"

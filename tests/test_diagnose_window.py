@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from conftest import memory_cgroup
 
 from envcheck.cli import main
 from envcheck.diagnose.kernel import read_file
@@ -270,24 +271,11 @@ def test_a_core_written_before_the_run_is_not_picked_up(tmp_path: Path, capsys) 
     assert any(s["source"] == "core" and "inside the run's window" in s["reason"] for s in doc["skipped"])
 
 
-def _memory_cgroup() -> Path | None:
-    root = Path("/sys/fs/cgroup/memory")
-    if os.geteuid() != 0 or not (root / "memory.limit_in_bytes").exists():
-        return None
-    group = root / f"envcheck-window-{os.getpid()}"
-    try:
-        group.mkdir(exist_ok=True)
-        (group / "memory.limit_in_bytes").write_text(str(200 << 20))
-    except OSError:
-        return None
-    return group
-
-
 def test_real_oom_kill_read_from_this_machine_s_kernel_log(tmp_path: Path, capsys) -> None:
     """A real kill in a memory cgroup, read back from the live dmesg (with its wall-clock stamps): diagnose finds
     this kill, and keeps no record from outside the log's window (other tests on this machine kill processes too,
     and one may fall inside it)."""
-    group = _memory_cgroup()
+    group = memory_cgroup("envcheck-window")
     if group is None:
         pytest.skip("needs root and a cgroup v1 memory controller")
     if subprocess.run(["dmesg", "--time-format", "iso"], capture_output=True).returncode != 0:

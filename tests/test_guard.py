@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, memory_cgroup
 
 QUICK = {"ENVCHECK_GUARD_NO_SNAPSHOT": "1"}  # the doctor snapshot is covered once (segfault); the rest go faster
 
@@ -157,25 +157,12 @@ def test_a_hang_stopped_by_a_signal_to_the_guard(tmp_path: Path, sent: signal.Si
     assert pm["exit"]["signal"] == sent.name and json.loads(stdout)["postmortem"]
 
 
-def _memory_cgroup() -> Path | None:
-    root = Path("/sys/fs/cgroup/memory")
-    if os.geteuid() != 0 or not (root / "memory.limit_in_bytes").exists():
-        return None
-    group = root / f"envcheck-guard-test-{os.getpid()}"
-    try:
-        group.mkdir(exist_ok=True)
-        (group / "memory.limit_in_bytes").write_text(str(200 << 20))
-    except OSError:
-        return None
-    return group
-
-
 _HOG = ("import os, time\nprint('pid', os.getpid(), flush=True)\nb = []\n"
         "while True:\n    b.append(bytearray(4 << 20))\n    time.sleep(0.05)\n")
 
 
 def test_an_oom_kill_in_a_memory_cgroup_is_137_host_oom_after_a_growth_alert(tmp_path: Path) -> None:
-    group = _memory_cgroup()
+    group = memory_cgroup("envcheck-guard-test")
     if group is None:
         pytest.skip("needs root and a cgroup v1 memory controller")
     out = tmp_path / "run"
