@@ -23,6 +23,20 @@ def finding_prefixes(text: str) -> tuple[str, ...]:
     return items
 
 
+def add_report_options(parser: argparse.ArgumentParser, json_doc: str) -> None:
+    """--fail-on, --select/--ignore and --json/--format, as every command that reports findings takes them."""
+    parser.add_argument("--fail-on", default="error", choices=("info", "warning", "error", "fatal"),
+                        help="exit 1 when a finding is at or above this severity (default: error)")
+    parser.add_argument("--select", type=finding_prefixes, default=(), metavar="PREFIXES",
+                        help="only findings whose id starts with one of these (comma-separated, e.g. EC3,EC101)")
+    parser.add_argument("--ignore", type=finding_prefixes, default=(), metavar="PREFIXES",
+                        help="drop findings whose id starts with one of these")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_const", const="json", dest="format",
+                        help=f"one JSON document on stdout ({json_doc})")
+    output.add_argument("--format", choices=("text", "json", "markdown"), default=None, help="report format")
+
+
 def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
     parser = subparsers.add_parser(NAME, help="probe (or read a snapshot), check, and report", **help_kwargs(
         "Examine the active Python environment and this machine (driver, GPUs, CUDA toolkits, torch, DeepSpeed and "
@@ -36,16 +50,7 @@ def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
         (("0", "nothing at or above --fail-on (default: error)"), ("1", "findings at or above --fail-on"))))
     add_probe_options(parser)
     parser.add_argument("--snapshot", metavar="FILE", help="judge this snapshot instead of probing")
-    parser.add_argument("--fail-on", default="error", choices=("info", "warning", "error", "fatal"),
-                        help="exit 1 when a finding is at or above this severity (default: error)")
-    parser.add_argument("--select", type=finding_prefixes, default=(), metavar="PREFIXES",
-                        help="only findings whose id starts with one of these (comma-separated, e.g. EC3,EC101)")
-    parser.add_argument("--ignore", type=finding_prefixes, default=(), metavar="PREFIXES",
-                        help="drop findings whose id starts with one of these")
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_const", const="json", dest="format",
-                        help="one JSON document on stdout (docs/doctor-json.md)")
-    output.add_argument("--format", choices=("text", "json", "markdown"), default=None, help="report format")
+    add_report_options(parser, "docs/doctor-json.md")
     parser.add_argument("--matrix", metavar="DIR", help="use the compatibility matrix in DIR instead of the bundled one")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour the text report (default: only on a terminal)")

@@ -17,7 +17,7 @@ NAME = "fleet"
 
 
 def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
-    from envcheck.doctor.cli import finding_prefixes
+    from envcheck.doctor.cli import add_report_options
     from envcheck.probes.cli import positive_seconds
 
     parser = subparsers.add_parser(NAME, help="probe every node of a job (srun, pdsh, ssh) and show what differs",
@@ -55,16 +55,7 @@ def add_parser(subparsers) -> None:  # type: ignore[no-untyped-def]
     parser.add_argument("--envcheck-command", metavar="CMD",
                         help="how to run envcheck on the nodes instead (e.g. /shared/venv/bin/envcheck); "
                              "'probe --json' is appended")
-    parser.add_argument("--fail-on", default="error", choices=("info", "warning", "error", "fatal"),
-                        help="exit 1 when a finding is at or above this severity (default: error)")
-    parser.add_argument("--select", type=finding_prefixes, default=(), metavar="PREFIXES",
-                        help="only findings whose id starts with one of these")
-    parser.add_argument("--ignore", type=finding_prefixes, default=(), metavar="PREFIXES",
-                        help="drop findings whose id starts with one of these")
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_const", const="json", dest="format",
-                        help="one JSON document on stdout (docs/fleet-json.md)")
-    output.add_argument("--format", choices=("text", "json", "markdown"), default=None, help="report format")
+    add_report_options(parser, "docs/fleet-json.md")
 
 
 def _nodes(args: argparse.Namespace) -> tuple[str, ...]:
