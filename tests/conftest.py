@@ -72,6 +72,15 @@ def require_index() -> None:
         pytest.skip(f"needs the package index, which is unreachable ({reason})")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The matrix cache (envcheck/matrix/cache.py) of this run lives in a folder of its own, not the user's."""
+    os.environ["ENVCHECK_CACHE_DIR"] = tempfile.mkdtemp(prefix="envcheck-test-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.get("ENVCHECK_CACHE_DIR", ""), ignore_errors=True)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("network") is not None:
         require_index()

@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 import traceback
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from envcheck.checks.model import Evidence, Finding, Fix, Severity, Unevaluated
-from envcheck.snapshot import Snapshot
+if TYPE_CHECKING:  # the snapshot model is large; `diagnose` needs this package's Finding without it
+    from envcheck.snapshot import Snapshot
 
-CheckFunction = Callable[[Snapshot, object], Iterable["Finding | Unevaluated"]]
+CheckFunction = Callable[["Snapshot", object], Iterable["Finding | Unevaluated"]]
 ID_PATTERN = re.compile(r"^EC\d{3}$")
 
 

@@ -40,7 +40,9 @@ def diagnose(request: Request, progress: Progress | None = None,
              capture: Callable[[], object] | None = None) -> Diagnosis:
     from envcheck.matrix import load_matrix
 
-    matrix = load_matrix(request.matrix)
+    # A snapshot's checks need the whole matrix; the logs alone need only the signatures (a fifth of start-up).
+    needs_all = bool(request.snapshot or request.probe)
+    matrix = load_matrix(request.matrix, only=None if needs_all else frozenset({"signatures.toml"}))
     signatures = {s.id: s for s in matrix.signatures}
     skipped: list[Skipped] = []
 

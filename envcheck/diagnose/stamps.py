@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta, timezone
 
 # A stamp counts only near the start of its line (a log prefix), not a date quoted inside a message.
 MAX_PREFIX = 48
+TAIL_LINES = 256  # lines of a block's end that are looked at for its last stamp, before the log is known stamped
 
 # Log shapes: Python logging and DeepSpeed `2026-11-30 12:34:56,123`, `[2026-11-30 12:34:56,123]`, ISO
 # `2026-11-30T12:34:56+00:00`, LLaMA-Factory `[INFO|2026-11-30 12:34:56]`, torch elastic's `2026-11-29_19:46:59`,
@@ -92,19 +93,26 @@ class LogStamps:
         """The last stamp of DATA: its last WINDOW bytes first, the whole block only for a log known to be stamped
         (an unstamped log costs one short search per block)."""
         start = max(0, len(data) - window)
-        found = self._last_in(data, start)
-        if found is None and start and self.seen:
+        found = self._last_in(data, start, TAIL_LINES)
+        if found is None and self.seen:
             found = self._last_in(data, 0)
         if found is not None:
             self._add(found)
 
     @staticmethod
-    def _last_in(data: bytes, start: int) -> re.Match[bytes] | None:
-        last = None
-        for found in _LOG.finditer(data, start):
-            if _at_line_start(data, found.start()):
-                last = found
-        return last
+    def _last_in(data: bytes, start: int, lines: int = -1) -> re.Match[bytes] | None:
+        """Walk LINES lines (all: -1) back from the end, not before START: the stamp regex has no literal to skip
+        by, so scanning forward through a window costs milliseconds per block, while a stamped log has its last
+        stamp in one of its last lines."""
+        end = len(data)
+        while end > start and lines:
+            lines -= 1
+            line_start = max(data.rfind(b"\n", start, end - 1) + 1, start)
+            found = _LOG.search(data, line_start, min(end, line_start + MAX_PREFIX + 64))
+            if found is not None and _at_line_start(data, found.start()):
+                return found
+            end = line_start
+        return None
 
     def _add(self, found: re.Match[bytes]) -> None:
         stamp, glog = _log_stamp(found)

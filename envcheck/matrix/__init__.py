@@ -6,6 +6,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from envcheck import __version__
@@ -120,17 +121,35 @@ def _rows(path: str, data: dict[str, Any], tables: dict[str, type]) -> dict[str,
 
 
 def load_matrix(directory: str | None = None, check_min_version: bool = True, validated: bool = True,
-                releases: bool = False) -> Matrix:
+                releases: bool = False, only: frozenset[str] | None = None) -> Matrix:
     """Read every file of the matrix in `directory` (default: the bundled one) and validate it.
 
     `releases=True` also reads the generated releases.toml (large: `matrix show`/`validate` read it, the doctor
     does not).
 
     `validated=False` stops after the per-file checks, so `envcheck matrix validate` can list every problem.
+    `only` reads just those data files besides meta.toml (the diagnose needs signatures.toml alone, and parsing the
+    rest is most of its start-up); the other tables stay empty, and every file must still be present.
+    A validated load comes from the per-user cache (envcheck/matrix/cache.py) when the files are unchanged.
     """
+    directory = directory or bundled_matrix_dir()
+    load = partial(_load, directory, check_min_version, validated, releases, only)
+    if not validated:
+        return load()
+    from envcheck.matrix.cache import cached
+
+    names = ["meta.toml", *(n for n in FILE_TABLES if n != "meta.toml" and _reads(n, releases, only))]
+    return cached(directory, names, (check_min_version, releases, sorted(only) if only else None), load)
+
+
+def _reads(name: str, releases: bool, only: frozenset[str] | None) -> bool:
+    return not (name in LAZY_FILES and not releases) and (only is None or name in only)
+
+
+def _load(directory: str, check_min_version: bool, validated: bool, releases: bool,
+          only: frozenset[str] | None) -> Matrix:
     from envcheck.matrix.validate import validate
 
-    directory = directory or bundled_matrix_dir()
     if not os.path.isdir(directory):
         raise MatrixError(f"{directory}: not a matrix directory")
     meta_path = os.path.join(directory, "meta.toml")
@@ -161,7 +180,7 @@ def load_matrix(directory: str | None = None, check_min_version: bool = True, va
     collected: dict[str, tuple[Any, ...]] = {}
     for name, tables in FILE_TABLES.items():
         path = os.path.join(directory, name)
-        if name == "meta.toml" or (name in LAZY_FILES and not releases):
+        if name == "meta.toml" or not _reads(name, releases, only):
             continue
         data = _read_toml(path)
         files[name] = _header(path, data)

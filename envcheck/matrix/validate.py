@@ -5,12 +5,10 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from packaging.markers import InvalidMarker, Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.checks.model import CATEGORIES, Severity
-from envcheck.matrix.query import split_marker
 
 SPECIAL_WHEN_KEYS = frozenset({
     "python", "torch_cuda", "driver", "cuda_driver", "nvcc", "compute_capability", "glibc", "nccl_loaded", "gpu_name",
@@ -74,6 +72,8 @@ def problems(matrix) -> list[str]:  # type: ignore[no-untyped-def]
                          "[[compute_capability]] row")
         if not row.match or any(m != m.lower() for m in row.match):
             found.append(f"gpus.toml: gpu[{i}].match: needs lower-case substrings")
+    from envcheck.matrix.query import split_marker  # here: loading the signatures alone needs no markers
+
     for i, row in enumerate(matrix.package_releases):
         found += [f"packages.toml: {p}" for p in _specifier(f"package_release[{i}].versions", row.versions)]
         groups = [("requires", row.requires), *((f"extras.{name}", reqs) for name, reqs in sorted(row.extras.items()))]
@@ -141,6 +141,8 @@ def version_or_none(text: str) -> Version | None:
 
 
 def _marker_ok(marker: str) -> bool:
+    from packaging.markers import InvalidMarker, Marker  # here: loading the signatures alone needs no markers
+
     try:
         Marker(marker)
     except InvalidMarker:

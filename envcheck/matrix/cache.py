@@ -1,0 +1,77 @@
+"""A per-user cache of the loaded matrix, keyed by the bytes of the files it was read from.
+
+Parsing TOML and building the rows is most of a short command's start-up (tomllib reads about 1 MB/s; the doctor
+reads 200 KB, the diagnose 33 KB). The key is a hash of the envcheck and Python versions, the load's options, the
+matrix directory's file names and every file read, so an edited, replaced or partial matrix never meets a stale
+entry. The cache is best effort: a missing, unreadable or corrupt entry means loading from the files, and a cache
+directory that cannot be written is ignored. `ENVCHECK_NO_CACHE=1` turns it off; `ENVCHECK_CACHE_DIR` moves it
+(default `$XDG_CACHE_HOME/envcheck`, else `~/.cache/envcheck`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from typing import Callable, Iterable, TypeVar
+
+T = TypeVar("T")
+_PREFIX = "matrix-"
+
+
+def cache_dir() -> str:
+    if os.environ.get("ENVCHECK_CACHE_DIR"):
+        return os.environ["ENVCHECK_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "envcheck")
+
+
+def cached(directory: str, names: Iterable[str], options: tuple[object, ...], build: Callable[[], T]) -> T:
+    """BUILD's result for the files NAMES of DIRECTORY, from the cache when their bytes are unchanged."""
+    if os.environ.get("ENVCHECK_NO_CACHE"):
+        return build()
+    key = _key(directory, names, options)
+    if key is None:  # a file cannot be read: the loader says why
+        return build()
+    path = os.path.join(cache_dir(), f"{_PREFIX}{key}.pickle")
+    try:
+        with open(path, "rb") as handle:
+            return pickle.load(handle)  # noqa: S301 - written by this user's own envcheck, keyed by content
+    except Exception:  # noqa: BLE001 - absent, truncated or from another build: load from the files
+        pass
+    value = build()
+    _store(path, value)
+    return value
+
+
+def _key(directory: str, names: Iterable[str], options: tuple[object, ...]) -> str | None:
+    from envcheck import __version__
+
+    digest = hashlib.sha256(repr((__version__, sys.version, os.path.abspath(directory), options)).encode())
+    try:
+        digest.update(repr(sorted(n for n in os.listdir(directory) if n.endswith(".toml"))).encode())
+        for name in names:
+            with open(os.path.join(directory, name), "rb") as handle:
+                content = handle.read()
+            digest.update(f"\0{name}\0{len(content)}\0".encode())
+            digest.update(content)
+    except OSError:
+        return None
+    return digest.hexdigest()[:32]
+
+
+def _store(path: str, value: object) -> None:
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for old in os.listdir(folder):  # one entry per kind of load is enough: drop those of older matrices
+            if old.startswith(_PREFIX) and old.endswith(".pickle") and len(os.listdir(folder)) > 8:
+                os.unlink(os.path.join(folder, old))
+        handle, temporary = tempfile.mkstemp(prefix=".matrix-", dir=folder)
+        with os.fdopen(handle, "wb") as out:
+            pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+    except (OSError, pickle.PicklingError):
+        pass
