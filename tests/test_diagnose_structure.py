@@ -39,6 +39,19 @@ CASES = [
     ("c120", "nccl_timeout", "nccl"),  # [Rank 6] Watchdog caught collective ... (the line cut where the user cut it)
     ("c139", "host_oom", None),  # the kernel's "Kill process ... or sacrifice child" lines pasted into the log
     ("c142", "version_conflict", "transformers"),  # check_min_version: requires a source install of Transformers
+    # second round (corpus grown to 217 logs; dev half only)
+    ("c129", "shm_too_small", None),  # ENOSPC writing </torch_739_...>: torch's shm file, not the disk
+    ("c130", "shm_too_small", None),  # unable to write to file </torch_18693_...> (THAllocator)
+    ("c105", "deepspeed_build_failure", "transformer_inference"),  # nvcc error in csrc/transformer/inference, Windows
+    ("c137", "deepspeed_build_failure", None),  # error: command 'x86_64-linux-gnu-gcc' failed, -Icsrc/includes
+    ("c154", "gpu_xid", None),  # CUDA_ERROR_ECC_UNCORRECTABLE
+    ("c164", "gpu_xid", None),  # nvidia-smi: Unable to determine the device handle for GPU...: Unknown Error
+    ("c229", "host_oom", None),  # "Killed" printed right after a tqdm bar
+    ("c236", "disk_full", None),  # torch.save's zip writer: unexpected pos N vs M
+    ("c251", "torch_cpu_only", "torch"),  # >>> print(torch.version.cuda) answered None (Windows)
+    ("c258", "numpy_abi", "numpy"),  # ValueError: numpy.dtype size changed, may indicate binary incompatibility
+    ("c180", "nccl_error", "nccl"),  # NET/IB : Got completion from peer ... with error 4
+    ("c178", "nccl_timeout", "nccl"),  # ALLTOALL_BASE watchdog timeout
 ]
 
 

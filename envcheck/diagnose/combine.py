@@ -77,7 +77,7 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         note = describe_line(found.hits[0].text)
         if note and note not in d.notes:
             d.notes.append(note)
-        d.blame(found.hits[0].line, library_of(found.hits[0].text))
+        d.blame(found.hits[0].line, library_of(found.hits[0].text) or sig.library)  # type: ignore[attr-defined]
         d.first = min(d.first, found.hits[0].line)
 
     _structure_evidence(events, draft, drafts, context)

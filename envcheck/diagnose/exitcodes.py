@@ -48,6 +48,7 @@ _PATTERNS = (
     re.compile(r"exitcode\s*:\s*(-?\d+)"),  # torchrun summary and 'failed (exitcode: -9)'
     re.compile(r"exits with return code = (-?\d+)"),  # deepspeed launcher
     re.compile(r"returned non-zero exit status (-?\d+)"),  # subprocess.CalledProcessError (accelerate, llamafactory-cli)
+    re.compile(r"died with <Signals\.(?=SIG[A-Z0-9]+: (\d+)>)(SIG[A-Z0-9]+)"),  # CalledProcessError, killed by a signal
 )
 _SHELL = re.compile(r"(?:^|\s)(?:\d+\s+)?(Killed|Segmentation fault|Bus error|Aborted)(?:\s|\(|$)")
 _SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT"}

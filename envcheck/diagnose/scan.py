@@ -19,6 +19,7 @@ from envcheck.diagnose.model import Hit, ScanResult, SignatureHits
 from envcheck.diagnose.source import OpenedLog
 from envcheck.diagnose.stamps import LogStamps
 from envcheck.diagnose.structure.events import ANCHORS as STRUCTURE
+from envcheck.diagnose.structure.events import WITH_NEXT
 from envcheck.diagnose.structure.model import Line
 
 CHUNK = 8 * 1024 * 1024
@@ -232,7 +233,7 @@ class _Scanner:
             end = data.find(b"\n", found.end())
             line = data[start:len(data) if end < 0 else end]
             if number > self.head_lines and not any(a in line for a in skip):
-                self.tally.note(self.name, number, line)
+                self._note(data, end if end >= 0 else len(data), number, line)
 
     def _match(self, data: bytes, first_line: int, prefilter: re.Pattern[bytes], fast, dense: bool) -> None:  # type: ignore[no-untyped-def]
         """Every candidate line of DATA (which starts at a line start, numbered FIRST_LINE) meets the rules."""
@@ -252,10 +253,17 @@ class _Scanner:
                 if not dense:
                     self._traceback(data, start, end, cursor_line)
             elif any(a in line for a in STRUCTURE):
-                self.tally.note(self.name, cursor_line, line)
+                self._note(data, end, cursor_line, line)
             for rule in m.anchored:
                 if rule.anchor in line and rule.regex.search(line):  # type: ignore[operator]
                     self.tally.add(rule.id, self.name, cursor_line, line)
+
+    def _note(self, data: bytes, end: int, number: int, line: bytes) -> None:
+        """Keep a structure line; a question whose answer is the next line (WITH_NEXT) keeps that line too."""
+        self.tally.note(self.name, number, line)
+        if any(a in line for a in WITH_NEXT) and end < len(data):
+            after = data.find(b"\n", end + 1)
+            self.tally.note(self.name, number + 1, data[end + 1:len(data) if after < 0 else after])
 
     def _last_tracebacks(self, data: bytes) -> None:
         starts, pos = [], len(data)

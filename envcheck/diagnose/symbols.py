@@ -40,6 +40,7 @@ def describe_line(text: str) -> str | None:
 
 
 _SO_NAME = re.compile(r"(?:^|[/\\\s'\"])(?P<name>[A-Za-z_][\w-]*?)(?:\.cpython-[^\s:/'\"]*|\.abi3)?\.so\b")
+_NOT_PACKAGES = frozenset({"site-packages", "dist-packages", "lib-dynload", "bin", "build"})
 _LINK = re.compile(r"cannot find -l(?P<lib>[\w+.-]+)")
 _MODULE = re.compile(r"No module named '(?P<mod>[\w]+)")
 
@@ -54,7 +55,8 @@ def library_of(text: str) -> str:
             named = _SO_NAME.search(" " + os.path.basename(path))
             name = named.group("name") if named else os.path.basename(path)
             parent = os.path.basename(os.path.dirname(path))
-            return f"{parent}.{name}" if name.startswith("_") and parent else name  # vllm/_C.abi3.so: vllm._C
+            package = parent and parent not in _NOT_PACKAGES and not parent.startswith(("python", "lib"))
+            return f"{parent}.{name}" if name.startswith("_") and package else name  # vllm/_C.abi3.so: vllm._C
     found = _LINK.search(text)
     if found:
         return f"lib{found.group('lib')}"

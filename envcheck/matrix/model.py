@@ -166,6 +166,7 @@ class Signature:
     commands: tuple[str, ...] = ()
     confirmed: bool = True
     note: str | None = None
+    library: str = ""  # the library to blame whenever this line is seen (else the line's own .so or module)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ import re
 
 from envcheck.diagnose.structure.model import Event, Line
 
-ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal")
+ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
+           b"' failed with exit code", b"' failed with exit status", b"-Icsrc/includes")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -17,6 +18,12 @@ _EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")
 # Compiler errors (gcc/clang "f.cu:16:3: error:", nvcc/MSVC "f.cu(16): error") in a DeepSpeed source tree.
 _CC_ERROR = re.compile(r"(?i:deepspeed).*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
+# setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
+# "1 error detected in the compilation of "csrc/.../gelu.cu"".
+_COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit (?:code|status) -?\d+"
+                             r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
+# A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
+_DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops")
 # NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
 _NCCL_TRACE = re.compile(r"NCCL INFO [\w/.]+\.(?:cc|h|cpp):\d+ -> (?P<code>[1-9])\b")
 # GNU ld (binutils ld/ldfile.c): "cannot find -lNAME"; lld: "unable to find library -lNAME".
@@ -49,6 +56,18 @@ def events(lines: list[Line]) -> list[Event]:
             "platform, skip building the op (DS_BUILD_<OP>=0), or build on Linux with a supported gcc and CUDA.",
             compile_error.file, compile_error.number, compile_error.text, "DeepSpeed csrc/ (compiler output)",
             f"{src.group('a')}_{src.group('b')}" if src else ""))
+    failed_command = next((line for line in lines if _COMMAND_FAILED.search(line.text)), None)
+    if compile_error is None and failed_command is not None and any(_DS_CONTEXT.search(x.text) for x in lines):
+        src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
+        found.append(Event(
+            "compiler", "deepspeed_build_failure", 0.65, "Building a DeepSpeed op failed (the compiler exited)",
+            "The compiler or nvcc failed while building a DeepSpeed op from its csrc/ sources (a pre-build with "
+            "DS_BUILD_OPS or a JIT build): often a toolkit, compiler or platform the op does not support.",
+            "Read the first compiler error above this line; skip the op (DS_BUILD_<OP>=0, or install without "
+            "DS_BUILD_OPS and let it JIT-build), or build with a gcc and CUDA toolkit the DeepSpeed release supports.",
+            failed_command.file, failed_command.number, failed_command.text,
+            "setuptools/distutils (error: command ... failed with exit status); DeepSpeed setup.py and op_builder/",
+            f"{src.group('a')}_{src.group('b')}" if src else (names[0] if names else "")))
     for line in lines:
         failed = _FAILED.search(line.text)
         if failed and (names or ".cuda.o" in failed.group("target") or ".so" in failed.group("target")):

@@ -14,6 +14,10 @@ ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faul
                               *ERRORS)
 
 
+# Anchors whose line is a question and the next line its answer (`>>> print(torch.version.cuda)` then `None`).
+WITH_NEXT: tuple[bytes, ...] = installer.WITH_NEXT
+
+
 def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[list[Event], list[Traceback]]:
     """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix."""
     parsed = [tb for tb in (tracebacks.parse(block, prefix) for block, prefix in blocks) if tb is not None]

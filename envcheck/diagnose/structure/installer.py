@@ -8,7 +8,9 @@ import re
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"conflicting dependencies", b"dependency resolver", b"is required for a normal functioning",
-           b"+cpu", b"space left on device", b"Errno 28", b"encountered in worker")
+           b"+cpu", b"space left on device", b"Errno 28", b"encountered in worker", b"win_amd64.whl",
+           b"torch.version.cuda")
+WITH_NEXT = (b"torch.version.cuda",)  # the scan keeps the line after it: the answer
 # pip src/pip/_internal/resolution/resolvelib/factory.py and req/req_install.py (the resolver's messages).
 _PIP = re.compile(r"ERROR: Cannot install (?P<what>.+?) because these package versions have conflicting|"
                   r"ERROR: pip's dependency resolver does not currently take into account.*|"
@@ -21,11 +23,17 @@ _CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version)?\s*[:=]*
 _NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]")
 _SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory", re.I)
 _DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
+# pip's "Downloading/Using cached .../torch-2.3.1-cp310-cp310-win_amd64.whl": the default index's Windows wheels of
+# torch are CPU builds; PyTorch's CUDA wheels carry a local version (torch-2.3.1+cu121-..., %2B in a URL).
+_WIN_WHEEL = re.compile(r"(?:Downloading|Using cached|Collecting|Processing)\b.*?\btorch-(?P<v>\d+\.\d+(?:\.\d+)?)"
+                        r"-cp\d+-cp\d+m?-win_amd64\.whl")
+# An interactive check that prints torch.version.cuda, answered by None on the next line: no CUDA in this build.
+_VERSION_CUDA = re.compile(r"torch\.version\.cuda\b")
 
 
 def events(lines: list[Line]) -> list[Event]:
     found = []
-    for line in lines:
+    for at, line in enumerate(lines):
         text = line.text
         req = _REQUIRE.search(text)
         pip = None if req else _PIP.search(text)
@@ -47,6 +55,22 @@ def events(lines: list[Line]) -> list[Event]:
                 "--torch-backend=auto, or pip with the index of PyTorch's CUDA wheels).",
                 line.file, line.number, text, "PyTorch wheel local version labels (+cpu, +cuXYZ)", "torch",
                 ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
+        elif _WIN_WHEEL.search(text) or (_VERSION_CUDA.search(text) and _answered_none(lines, at)):
+            wheel = _WIN_WHEEL.search(text)
+            found.append(Event(
+                "cpu_torch", "torch_cpu_only", 0.55 if wheel else 0.8,
+                "pip installed a CPU-only torch (the default index's Windows wheel)" if wheel else
+                "torch.version.cuda is None: a CPU-only build of torch",
+                "On Windows the default package index has only CPU builds of torch; the CUDA builds (torch-X+cuNNN) "
+                "come from PyTorch's own wheel index." if wheel else
+                "torch reports no CUDA version: the installed build was compiled without CUDA, so "
+                "torch.cuda.is_available() is False whatever the driver.",
+                "Install a CUDA build of torch for the CUDA your driver supports (uv pip install torch "
+                "--torch-backend=auto, or pip with the index of PyTorch's CUDA wheels).",
+                line.file, line.number, text,
+                "PyTorch Get Started (pip on Windows installs the CPU build unless a CUDA wheel index is given)" if wheel
+                else "torch/version.py (cuda = None in a CPU build)", "torch",
+                ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
         elif _NOSPACE.search(text):
             shm = bool(_SHM_WORDS.search(text))
             found.append(Event(
@@ -66,3 +90,10 @@ def events(lines: list[Line]) -> list[Event]:
                 "Increase /dev/shm (docker --shm-size or --ipc=host) or reduce num_workers.",
                 line.file, line.number, text, "torch/csrc/DataLoader.cpp", "torch"))
     return found
+
+
+def _answered_none(lines: list[Line], at: int) -> bool:
+    """The line after LINES[AT] (the next one of the log, not of the excerpt) is Python's None."""
+    following = lines[at + 1] if at + 1 < len(lines) else None
+    return following is not None and following.file == lines[at].file and following.number == lines[at].number + 1 \
+        and following.text.strip() == "None"

@@ -77,6 +77,8 @@ _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)
 _NP_REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
                          r"'(?:float|int|bool|object|str|complex|long|unicode|NaN|Inf|float_|string_|unicode_)'")
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
+# /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
+_SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
 # torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py assert_no_cuda_mismatch.
 _MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version|"
                        r"Installed CUDA version [\d.]+ does not match the version torch was compiled with")
@@ -129,7 +131,7 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 f"Install the {mod} the script asks for (for examples of a development release, "
                                 "from source: pip install git+<its repository>), or use the script of the "
                                 "installed release.", "transformers/utils/__init__.py check_min_version", mod))
-        elif _ERRNO28.search(message) and "/dev/shm" not in message:
+        elif _ERRNO28.search(message) and not _SHM_FILE.search(message):
             found.append(_event(tb, "disk_full", "disk_full", 0.9, "The disk is full (No space left on device)",
                                 "A write failed with ENOSPC: the file system holding the output, checkpoint or "
                                 "cache directory (or the container's overlay) is full.",
