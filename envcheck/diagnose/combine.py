@@ -8,6 +8,7 @@ summary) are context: they join the primary cause's evidence and are never a cau
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from envcheck.checks.model import Finding
@@ -77,7 +78,9 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         note = describe_line(found.hits[0].text)
         if note and note not in d.notes:
             d.notes.append(note)
-        d.blame(found.hits[0].line, library_of(found.hits[0].text) or sig.library)  # type: ignore[attr-defined]
+        # the loader's own words first (the .so that cannot be opened), then what the signature names
+        d.blame(found.hits[0].line, library_of(found.hits[0].text)
+                or _named_library(sig.pattern, found.hits[0].text) or sig.library)  # type: ignore[attr-defined]
         d.first = min(d.first, found.hits[0].line)
 
     _structure_evidence(events, draft, drafts, context)
@@ -202,3 +205,11 @@ def _freeze(d: _Draft) -> Cause:
             evidence.append(item)
     return Cause(d.cause, d.confidence(), d.title, explanation.strip(), tuple(evidence[:12]), tuple(fixes),
                  tuple(d.signatures), tuple(d.findings), d.library[1] if d.library else "")
+
+
+def _named_library(pattern: str, text: str) -> str:
+    """The `library` group of a signature's pattern in its hit, when the pattern has one."""
+    if "(?P<library>" not in pattern:
+        return ""
+    found = re.search(pattern, text)
+    return (found.group("library") or "") if found else ""

@@ -15,21 +15,38 @@ except ImportError:  # pragma: no cover - Python 3.10
 MIN_ANCHOR = 4
 
 
-def anchor(pattern: str) -> str | None:
-    """The longest run of literal characters at the top level of PATTERN, or None when under MIN_ANCHOR."""
+def anchors(pattern: str) -> tuple[str, ...] | None:
+    """Literal texts one of which every match of PATTERN contains: the longest top-level literal run, or, for a
+    pattern that is an alternation at the top (`a|b|c`), the longest run of each branch. None when any is under
+    MIN_ANCHOR (the pattern is then matched against every block)."""
     try:
         parsed = _sre_parse.parse(pattern)
     except (re.error, AttributeError, TypeError):  # pragma: no cover - validated patterns compile
         return None
     if parsed.state.flags & re.IGNORECASE:
         return None
+    items = list(parsed)
+    branch = getattr(_sre_parse, "BRANCH", None)
+    if len(items) == 1 and items[0][0] is branch:
+        found = tuple(_longest_run(list(sub)) for sub in items[0][1][1])
+    else:
+        found = (_longest_run(items),)
+    return tuple(dict.fromkeys(found)) if all(len(a) >= MIN_ANCHOR for a in found) else None
+
+
+def anchor(pattern: str) -> str | None:
+    """The longest run of literal characters at the top level of PATTERN, or None when under MIN_ANCHOR."""
+    found = anchors(pattern)
+    return found[0] if found and len(found) == 1 else None
+
+
+def _longest_run(items: list) -> str:  # type: ignore[type-arg]
     literal = getattr(_sre_parse, "LITERAL", None)
     best, run = "", []
-    for op, value in list(parsed):
+    for op, value in items:
         if op is literal:
             run.append(chr(value))
             continue
         best = max(best, "".join(run), key=len)
         run = []
-    best = max(best, "".join(run), key=len)
-    return best if len(best) >= MIN_ANCHOR else None
+    return max(best, "".join(run), key=len)

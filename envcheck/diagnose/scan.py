@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from envcheck.diagnose.literals import anchor
+from envcheck.diagnose.literals import anchors
 from envcheck.diagnose.multimatch import hyperscan_finder
 from envcheck.diagnose.model import Hit, ScanResult, SignatureHits
 from envcheck.diagnose.source import OpenedLog
@@ -30,6 +30,8 @@ TRACEBACK = b"Traceback (most recent call last):"
 _PROBE_LINES = 400
 KEY = 8  # bytes of each anchor the prefilter looks for (at least MIN_KEY)
 MIN_KEY = 4
+KEY_TRIES = 8  # starts tried per anchor for a key that is rare in the log's first MiB
+FREQUENT_KEY = 8  # occurrences in that MiB above which a key is too frequent
 COMMON_SHARE = 0.002  # a key whose first byte is more than this share of a log's bytes slows `re`'s alternation
 _SAMPLE = 1024 * 1024  # lines after a traceback header searched for its exception line
 # Where logs name the run's process ids: torchrun's `(pid: 2610)` and `received by PID 2610`, `pid=2610`, the
@@ -52,8 +54,13 @@ Progress = Callable[[str, int, "int | None"], None]
 @dataclass(frozen=True)
 class _Rule:
     id: str
-    regex: re.Pattern[bytes]
-    anchor: bytes | None
+    pattern: bytes
+    anchors: tuple[bytes, ...]  # one of them is in every line the regex matches; () = match every block
+
+    @property
+    def regex(self) -> re.Pattern[bytes]:
+        """Compiled when a candidate line first meets it (re caches it): most signatures never see one."""
+        return re.compile(self.pattern)
 
 
 class Matcher:
@@ -62,13 +69,21 @@ class Matcher:
     def __init__(self, signatures: Iterable[object]) -> None:
         rules = []
         for sig in signatures:
-            literal = anchor(sig.pattern)  # type: ignore[attr-defined]
-            rules.append(_Rule(sig.id, re.compile(sig.pattern.encode("utf-8")),  # type: ignore[attr-defined]
-                               literal.encode("utf-8") if literal else None))
+            literals = anchors(sig.pattern) or ()  # type: ignore[attr-defined]
+            rules.append(_Rule(sig.id, sig.pattern.encode("utf-8"),  # type: ignore[attr-defined]
+                               tuple(a.encode("utf-8") for a in literals)))
         self.rules = tuple(rules)
-        self.anchored = tuple(r for r in rules if r.anchor)
-        self.unanchored = tuple(r for r in rules if not r.anchor)
-        self.anchors = tuple(sorted({r.anchor for r in self.anchored} | {TRACEBACK} | set(STRUCTURE)))  # type: ignore[arg-type]
+        self.anchored = tuple(r for r in rules if r.anchors)
+        self.unanchored = tuple(r for r in rules if not r.anchors)
+        # A candidate line is tested for every anchor in one comprehension; only the rules of the anchors present
+        # meet their full pattern.
+        by_anchor: dict[bytes, list[_Rule]] = {}
+        for rule in self.anchored:
+            for literal in rule.anchors:
+                by_anchor.setdefault(literal, []).append(rule)
+        self.by_anchor = {a: tuple(rules) for a, rules in by_anchor.items()}
+        self.structure = frozenset(STRUCTURE)
+        self.anchors = tuple(sorted({a for r in self.anchored for a in r.anchors} | {TRACEBACK} | set(STRUCTURE)))
         self._cache: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
         self.fast = hyperscan_finder(self.anchors)  # every anchor whole, when Hyperscan is installed
         # Without the traceback header: once BLOCKS tracebacks are kept, a block's headers are found with
@@ -106,8 +121,11 @@ class Matcher:
         # Hardest anchors first (those whose rarest byte is still common), then each takes the start whose first
         # byte adds least to the set `re` tests every position against.
         for text in sorted(anchors, key=lambda a: -min(freq[c] for c in a[:len(a) - MIN_KEY + 1])):
-            start = min(range(len(text) - MIN_KEY + 1),
-                        key=lambda i: (0 if text[i] in chosen else freq[text[i]], -len(text[i:i + KEY])))
+            starts = sorted(range(len(text) - MIN_KEY + 1),
+                            key=lambda i: (0 if text[i] in chosen else freq[text[i]], -len(text[i:i + KEY])))
+            # A key that is itself frequent in this log ('ProcessG' of 'ProcessGroupNCCL::WorkNCCL::...' in a log
+            # of ProcessGroupNCCL lines) makes every such line a candidate: take the next start that is rare.
+            start = next((i for i in starts[:KEY_TRIES] if sample.count(text[i:i + KEY]) <= FREQUENT_KEY), starts[0])
             chosen.add(text[start])
             keys.add(text[start:start + KEY])
         return self._compiled(keys)
@@ -119,7 +137,7 @@ class Matcher:
         Signature anchors and the traceback header are never left out; with Hyperscan nothing is."""
         if self.fast is not None:
             return ()
-        signature = {r.anchor for r in self.anchored}
+        signature = {a for r in self.anchored for a in r.anchors}
         keys = self._keys(sample, tuple(a for a in STRUCTURE if a not in signature))
         return tuple(sorted(a for a, (_key, share) in keys.items() if share > COMMON_SHARE))
 
@@ -171,6 +189,7 @@ class _Scanner:
     def __init__(self, matcher: Matcher, name: str, tally: _Tally) -> None:
         self.m, self.name, self.tally = matcher, name, tally
         self.line = 1  # number of the first line of the next block
+        self.started = False
         self.prefilter: re.Pattern[bytes] | None = None
         self.prefilter_rest: re.Pattern[bytes] | None = None
         self.stamps = LogStamps()
@@ -183,12 +202,14 @@ class _Scanner:
         """Match DATA, which ends at a line end (or is a segment of an over-long line when not complete)."""
         m = self.m
         head = 0
-        if self.prefilter is None:
+        if not self.started:
+            self.started = True
             sample = data[:_SAMPLE]
             self.common = m.common(sample)
             keep = tuple(a for a in m.anchors if a not in self.common)
-            self.prefilter = m.prefilter(sample, keep)
-            self.prefilter_rest = m.prefilter(sample, tuple(a for a in keep if a != TRACEBACK))
+            if m.fast is None:  # with Hyperscan the `re` alternations are never used: do not compile them
+                self.prefilter = m.prefilter(sample, keep)
+                self.prefilter_rest = m.prefilter(sample, tuple(a for a in keep if a != TRACEBACK))
             self.stamps.head(sample)
             self.pids(sample)
             if self.common:  # the head meets every anchor
@@ -249,14 +270,18 @@ class _Scanner:
             cursor_line += data.count(b"\n", cursor, start)
             cursor = start
             line = data[start:end]
+            present = [a for a in m.anchors if a in line]
             if TRACEBACK in line:
                 if not dense:
                     self._traceback(data, start, end, cursor_line)
-            elif any(a in line for a in STRUCTURE):
+            elif not m.structure.isdisjoint(present):
                 self._note(data, end, cursor_line, line)
-            for rule in m.anchored:
-                if rule.anchor in line and rule.regex.search(line):  # type: ignore[operator]
-                    self.tally.add(rule.id, self.name, cursor_line, line)
+            matched: set[str] = set()
+            for literal in present:
+                for rule in m.by_anchor.get(literal, ()):
+                    if rule.id not in matched and rule.regex.search(line):
+                        matched.add(rule.id)
+                        self.tally.add(rule.id, self.name, cursor_line, line)
 
     def _note(self, data: bytes, end: int, number: int, line: bytes) -> None:
         """Keep a structure line; a question whose answer is the next line (WITH_NEXT) keeps that line too."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envcheck.report import Report
+if TYPE_CHECKING:
+    from envcheck.report import Report
 
 
 def dumps(data: Any) -> str:

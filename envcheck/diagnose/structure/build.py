@@ -8,15 +8,31 @@ import re
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
-           b"' failed with exit code", b"' failed with exit status", b"-Icsrc/includes")
+           b"' failed with exit code", b"' failed with exit status", b"-Icsrc/includes", b"Building extension module ",
+           b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
 # ninja: "FAILED: <target>" ; torch.utils.cpp_extension passes -DTORCH_EXTENSION_NAME=<op> on every compile line.
 _FAILED = re.compile(r"^\W{0,3}FAILED: (?P<target>\S+)")
 _EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")
-# Compiler errors (gcc/clang "f.cu:16:3: error:", nvcc/MSVC "f.cu(16): error") in a DeepSpeed source tree.
-_CC_ERROR = re.compile(r"(?i:deepspeed).*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
+# Compiler errors (gcc/clang "f.cu:16:3: error:", nvcc/MSVC "f.cu(16): error", "error C2398") in a DeepSpeed source
+# tree: a path with "deepspeed", or one of the csrc/ folders only DeepSpeed has (DeepSpeed csrc/).
+_DS_TREE = r"(?:(?i:deepspeed)|csrc[/\\](?:adam|aio|lamb|lion|includes|transformer|quantization|sparse_attention|" \
+           r"random_ltd|spatial|fp_quantizer|deepspeed4science|gds|cpu)[/\\])"
+_CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
+# torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...".
+_BUILDING = re.compile(r"Building extension module (?P<op>\w+)")
+# The names of DeepSpeed's ops: each op_builder/*.py NAME (DeepSpeed v0.19.5-27-gedaa722).
+DS_OPS = frozenset({
+    "async_io", "cpu_adagrad", "cpu_adam", "cpu_lion", "cutlass_ops", "dc", "evoformer_attn", "fp_quantizer",
+    "fused_adam", "fused_lamb", "fused_lion", "gds", "inference_core_ops", "pin_memory", "quantizer",
+    "ragged_device_ops", "ragged_ops", "random_ltd", "sparse_attn", "spatial_inference", "stochastic_transformer",
+    "transformer", "transformer_inference", "utils",
+})
+# A build that stopped: ninja, nvcc (any fatal but the architecture, which has its own cause), a missing header.
+_STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu architecture)|: fatal error: "
+                      r"|subprocess\.CalledProcessError|_run_ninja_build|Error building extension")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
@@ -57,6 +73,19 @@ def events(lines: list[Line]) -> list[Event]:
             compile_error.file, compile_error.number, compile_error.text, "DeepSpeed csrc/ (compiler output)",
             f"{src.group('a')}_{src.group('b')}" if src else ""))
     failed_command = next((line for line in lines if _COMMAND_FAILED.search(line.text)), None)
+    ds_ops = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
+    ds_ops += [n for n in names if n in DS_OPS]
+    stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if ds_ops else None
+    if compile_error is None and failed_command is None and stopped is not None:
+        found.append(Event(
+            "compiler", "deepspeed_build_failure", 0.6, f"Building the DeepSpeed op {ds_ops[0]} failed",
+            f"torch.utils.cpp_extension could not build DeepSpeed's {ds_ops[0]} op (a JIT build at start-up or a "
+            "pre-build): the compiler or nvcc stopped; the first compiler error above says why (often a gcc, CUDA "
+            "toolkit or platform the op does not support).",
+            "Read the first compiler error; install a gcc and CUDA toolkit the DeepSpeed release supports (nvcc's "
+            "CUDA matching torch.version.cuda), or avoid the op (another optimizer, DS_BUILD_<OP>=0).",
+            stopped.file, stopped.number, stopped.text,
+            "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", ds_ops[0]))
     if compile_error is None and failed_command is not None and any(_DS_CONTEXT.search(x.text) for x in lines):
         src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
         found.append(Event(
