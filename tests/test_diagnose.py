@@ -204,3 +204,25 @@ def test_a_fix_given_twice_is_printed_once() -> None:
                     Fix("Rebuild flash-attn for this torch.", ()),
                     Fix("Upgrade the driver", ())]
     assert [f.summary for f in _freeze(draft).fixes] == ["Rebuild flash-attn for this torch", "Upgrade the driver"]
+
+
+@pytest.mark.parametrize("chunk", [4096, 4099, 65536])
+def test_lines_cut_by_chunk_ends_are_matched_once_and_numbered(tmp_path: Path, monkeypatch, chunk: int) -> None:
+    """Chunks are matched in place (bounds, not copies): a line that a chunk's end cuts is joined with the next
+    chunk's first line, and every hit keeps its number, wherever the cut falls."""
+    import envcheck.diagnose.scan as scan_mod
+
+    monkeypatch.setattr(scan_mod, "CHUNK", chunk)
+    error = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    lines = [f"step {i} " + "x" * (i * 37 % 211) for i in range(6000)]
+    where = sorted({(i * 977) % 6000 for i in range(1, 40)})
+    for number in where:
+        lines[number] = error
+    path = tmp_path / "cut.log"
+    path.write_text("\n".join(lines) + "\n")
+    with open_log(str(path)) as log:
+        result = scan_mod.scan([log], Matcher(load_matrix().signatures))
+    hits = result.by_signature["SIG023"]
+    assert result.lines == 6000 and hits.count == len(where)
+    assert [h.line for h in hits.hits] == [n + 1 for n in (*where[:3], where[-1])]
+    assert all(h.text == error for h in hits.hits)

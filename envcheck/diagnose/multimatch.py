@@ -1,4 +1,5 @@
-"""An optional multi-pattern engine for the scan's prefilter: Hyperscan (the `hyperscan` wheel, extra `fast`).
+"""The scan's multi-pattern engine: Hyperscan (the `hyperscan` wheel: a dependency on Linux x86-64/aarch64, the
+extra `fast` elsewhere).
 
 Why: `re` scans an alternation of many literals by testing each byte against the set of their first bytes, about
 100-200 MB/s; Hyperscan's literal matcher (SIMD) finds the same keys at GB/s. Where the wheel is not installed (or
