@@ -8,7 +8,9 @@ is timed with Hyperscan (when installed), without it (ENVCHECK_NO_HYPERSCAN=1), 
 
 The log is synthetic but shaped like a LLaMA-Factory run (loss dicts, tqdm bars, DeepSpeed and NCCL info lines)
 with a real failure at the end. Both sides run as fresh processes on one core (taskset when present) after a
-warm-up that puts the file in the page cache; peak memory is the child's maximum RSS.
+warm-up that puts the file in the page cache and lets Python write its bytecode cache (as an installed package
+has it); peak memory is the child's maximum RSS. Every shape has the same size; `--issue-case` also times the
+issue's 100,000 repeated two-line traceback headers (7 MB) and an empty-ish log (the start-up alone).
 """
 
 from __future__ import annotations
@@ -82,6 +84,14 @@ _WRAP = ("import resource, subprocess, sys, time\nt = time.perf_counter()\n"
          "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n")
 
 
+def _env(**extra: str) -> dict[str, str]:
+    """The children's environment: bytecode written and used (PYTHONDONTWRITEBYTECODE would recompile every
+    module of every run, about 0.1 s, which no installed envcheck pays)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(extra)
+    return env
+
+
 def timed(argv: list[str], runs: int, env: dict[str, str] | None = None) -> tuple[float, float]:
     walls, peaks = [], []
     pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
@@ -100,6 +110,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", help="write (or reuse) the log at this path (a shape name is added for --shape all)")
     parser.add_argument("--shape", default="benchmark", choices=("benchmark", "trainer", "ranks", "tracebacks", "all"))
+    parser.add_argument("--issue-case", action="store_true",
+                        help="also time issue 17's 7 MB log of 100,000 traceback headers and the start-up alone")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from envcheck.matrix import load_matrix
@@ -119,18 +131,32 @@ def main() -> int:
         path = args.keep if args.keep and len(shapes) == 1 else os.path.join(args.keep or folder, f"{shape}.log") \
             if args.keep and os.path.isdir(args.keep) else os.path.join(folder, f"{shape}.log")
         if not os.path.exists(path):
-            make_shape(path, args.size_mb if shape != "tracebacks" else max(7, args.size_mb // 8), shape)
+            make_shape(path, args.size_mb, shape)
+            os.sync()  # a freshly written log is still being written back to disk: that I/O is not the scan's
         size = os.path.getsize(path)
         envcheck = [sys.executable, "-m", "envcheck", "diagnose", "--offline", "--json", path]
         grep = ["grep", "-E", "-n", "-f", pattern_file, path]
-        plain = dict(os.environ, ENVCHECK_NO_HYPERSCAN="1")
-        for argv in (envcheck, grep):  # warm the page cache
-            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        fast, fast_mem = timed(envcheck, args.runs)
+        plain = _env(ENVCHECK_NO_HYPERSCAN="1")
+        for argv in (envcheck, grep):  # warm the page cache (and write the bytecode)
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+        fast, fast_mem = timed(envcheck, args.runs, _env())
         slow, slow_mem = timed(envcheck, args.runs, plain)
         theirs, theirs_mem = timed(grep, args.runs)
         print(f"| {shape} | {size / 1e6:.0f} | {size / fast / 1e6:.0f} | {size / slow / 1e6:.0f} | "
               f"{size / theirs / 1e6:.0f} | {max(fast_mem, slow_mem):.0f}, {theirs_mem:.0f} | {theirs / fast:.2f} |")
+    if args.issue_case:
+        case = os.path.join(folder, "issue-17-tracebacks.log")
+        with open(case, "wb") as handle:  # the issue's log: 100,000 repeated two-line traceback headers
+            handle.write(b'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n' * 100_000)
+        tiny = os.path.join(folder, "tiny.log")
+        with open(tiny, "wb") as handle:
+            handle.write(_TAIL.encode())
+        for name, path in (("issue 17's 100,000 traceback headers", case), ("start-up (a one-line log)", tiny)):
+            argv = [sys.executable, "-m", "envcheck", "diagnose", "--offline", "--json", path]
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+            fast, _ = timed(argv, args.runs, _env())
+            slow, _ = timed(argv, args.runs, _env(ENVCHECK_NO_HYPERSCAN="1"))
+            print(f"{name}: {os.path.getsize(path) / 1e6:.1f} MB in {fast:.2f} s (Hyperscan), {slow:.2f} s (re)")
     return 0
 
 

@@ -202,3 +202,14 @@ def test_multiline_evidence_keeps_the_text_layout(tmp_path: Path) -> None:
     out = run_cli("doctor", "--snapshot", str(snap)).stdout
     block = out[out.index("EC310"):]
     assert "\nCurrent thread" not in block and "\n                  Current thread" in block
+
+
+def test_the_one_command_parser_knows_every_command_by_its_module() -> None:
+    """main() builds only the named command's parser; the table it uses must match each module's NAME."""
+    import importlib
+
+    from envcheck.cli import PLUGIN_COMMANDS, PLUGIN_NAMES
+
+    assert sorted(PLUGIN_NAMES.values()) == sorted(PLUGIN_COMMANDS)
+    for name, module in PLUGIN_NAMES.items():
+        assert importlib.import_module(module).NAME == name

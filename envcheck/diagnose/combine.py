@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from envcheck.checks.model import Finding
-from envcheck.diagnose.core import CoreReport
 from envcheck.diagnose.exitcodes import PRIORS, ExitInfo
 from envcheck.diagnose.kernel import KernelEvents
 from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanResult
 from envcheck.diagnose.structure.model import Event
 from envcheck.diagnose.symbols import describe_line, library_of
 from envcheck.diagnose.window import run_like
+
+if TYPE_CHECKING:  # the core-dump reader (gdb, struct) is imported only when a core is read
+    from envcheck.diagnose.core import CoreReport
 
 MAX_CONFIDENCE = 0.99
 EVIDENCE_PER_SIGNATURE = 2

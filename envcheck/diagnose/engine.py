@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Callable
 
 from envcheck.checks.model import Finding
-from envcheck.diagnose import core as core_mod
 from envcheck.diagnose import exitcodes, kernel, window
 from envcheck.diagnose.combine import combine
 from envcheck.diagnose.model import Diagnosis, Evidence, Ignored, ScanResult, Skipped
@@ -64,6 +63,7 @@ def diagnose(request: Request, progress: Progress | None = None,
 
     core_report = None
     core_path = request.core
+    from envcheck.diagnose import core as core_mod  # here: most runs read no core
     if core_path is None and request.system and exit_info and exit_info.signal in _CRASH_SIGNALS:
         dirs = sorted({os.path.dirname(os.path.abspath(p)) for p in request.logs if p != "-"} | {os.getcwd()})
         core_path, why, outside = core_mod.find_core(dirs, run.lower, run.upper)
