@@ -149,3 +149,34 @@ def test_every_signature_has_a_literal_anchor() -> None:
     100 MB log (a top-level alternation needs a literal in each branch)."""
     matcher = Matcher(load_matrix(only=frozenset({"signatures.toml"})).signatures)
     assert [rule.id for rule in matcher.unanchored] == []
+
+
+# Lines as their programs print them (the format string of each signature's source, filled in), for the rules
+# that no dev log of the corpus exercises yet.
+PRINTED = [
+    ("RuntimeError: DataLoader worker (pid 9833) is killed by signal: Killed.", "host_oom"),
+    ("slurmstepd: error: Detected 1 oom-kill event(s) in step 36358.batch cgroup.", "host_oom"),
+    ("[2026-09-14T17:14:38.784] error: Detected 2 oom_kill events in StepId=22035606.1. Some of the step tasks "
+     "have been OOM Killed.", "host_oom"),
+    ("subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status -9.", "host_oom"),
+    ("OSError: [Errno 122] Disk quota exceeded: '/home/u/.cache/huggingface/hub/tmpab12'", "disk_full"),
+    ("OSError: [WinError 112] There is not enough space on the disk", "disk_full"),
+    ("RuntimeError: module compiled against API version 0x10 but this version of numpy is 0xf", "numpy_abi"),
+    ("Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, libcudnn_ops.so}",
+     "missing_cuda_library"),
+    ("Could not locate cudnn_ops64_9.dll. Please make sure it is in your library path!", "missing_cuda_library"),
+    ("OSError: [WinError 126] The specified module could not be found. Error loading "
+     "\"C:\\Python311\\Lib\\site-packages\\torch\\lib\\cudnn_adv_infer64_8.dll\" or one of its dependencies.",
+     "missing_cuda_library"),
+    ("AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'", "deepspeed_build_failure"),
+    ("  ERROR: Failed building wheel for deepspeed", "deepspeed_build_failure"),
+    ("node1:2213:2290 [0] include/alloc.h:48 NCCL WARN Cuda failure 'peer access is not supported between these "
+     "two devices'", "nccl_error"),
+]
+
+
+@pytest.mark.parametrize("text,cause", PRINTED, ids=[c + "-" + str(i) for i, (_, c) in enumerate(PRINTED)])
+def test_lines_as_their_programs_print_them(tmp_path: Path, capsys, engine: str, text: str, cause: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("step 1 loss 0.9\n" + text + "\n", encoding="utf-8")
+    assert primary(capsys, log)["cause"] == cause

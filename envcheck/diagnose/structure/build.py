@@ -9,7 +9,8 @@ from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
            b"' failed with exit code", b"' failed with exit status", b"-Icsrc/includes", b"Building extension module ",
-           b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build")
+           b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
+           b"Ninja is required to load C++ extensions")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -31,8 +32,11 @@ DS_OPS = frozenset({
     "transformer", "transformer_inference", "utils",
 })
 # A build that stopped: ninja, nvcc (any fatal but the architecture, which has its own cause), a missing header.
+# nvcc's host_config.h "#error -- unsupported GNU version! gcc versions later than N are not supported!"; torch's
+# verify_ninja_availability "Ninja is required to load C++ extensions".
 _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu architecture)|: fatal error: "
-                      r"|subprocess\.CalledProcessError|_run_ninja_build|Error building extension")
+                      r"|subprocess\.CalledProcessError|_run_ninja_build|Error building extension"
+                      r"|unsupported GNU version|Ninja is required to load C\+\+ extensions")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
@@ -75,17 +79,20 @@ def events(lines: list[Line]) -> list[Event]:
     failed_command = next((line for line in lines if _COMMAND_FAILED.search(line.text)), None)
     ds_ops = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
     ds_ops += [n for n in names if n in DS_OPS]
-    stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if ds_ops else None
+    deepspeed = bool(ds_ops) or any(_DS_CONTEXT.search(x.text) for x in lines)
+    stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if deepspeed else None
     if compile_error is None and failed_command is None and stopped is not None:
+        op = ds_ops[0] if ds_ops else ""
         found.append(Event(
-            "compiler", "deepspeed_build_failure", 0.6, f"Building the DeepSpeed op {ds_ops[0]} failed",
-            f"torch.utils.cpp_extension could not build DeepSpeed's {ds_ops[0]} op (a JIT build at start-up or a "
+            "compiler", "deepspeed_build_failure", 0.6,
+            f"Building the DeepSpeed op {op} failed" if op else "Building a DeepSpeed op failed",
+            f"torch.utils.cpp_extension could not build DeepSpeed's {op or 'op'} (a JIT build at start-up or a "
             "pre-build): the compiler or nvcc stopped; the first compiler error above says why (often a gcc, CUDA "
             "toolkit or platform the op does not support).",
             "Read the first compiler error; install a gcc and CUDA toolkit the DeepSpeed release supports (nvcc's "
             "CUDA matching torch.version.cuda), or avoid the op (another optimizer, DS_BUILD_<OP>=0).",
             stopped.file, stopped.number, stopped.text,
-            "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", ds_ops[0]))
+            "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", op))
     if compile_error is None and failed_command is not None and any(_DS_CONTEXT.search(x.text) for x in lines):
         src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
         found.append(Event(
