@@ -172,6 +172,17 @@ PRINTED = [
     ("  ERROR: Failed building wheel for deepspeed", "deepspeed_build_failure"),
     ("node1:2213:2290 [0] include/alloc.h:48 NCCL WARN Cuda failure 'peer access is not supported between these "
      "two devices'", "nccl_error"),
+    ("[rank0]: RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)", "nccl_error"),
+    ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+     "tried to allocate 2359296 bytes. Error code 12 (Cannot allocate memory)", "host_oom"),
+    ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.50 GiB for an array with shape (30000, 31337) "
+     "and data type float32", "host_oom"),
+    ("terminate called after throwing an instance of 'std::bad_alloc'", "host_oom"),
+    ("sqlite3.OperationalError: database or disk is full", "disk_full"),
+    ("W tensorflow/core/common_runtime/gpu/gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please make sure "
+     "the missing libraries mentioned above are installed properly if you would like to use GPU.",
+     "missing_cuda_library"),
+    ("pytorch                   2.0.1           py3.10_cpu_0    pytorch", "torch_cpu_only"),
 ]
 
 
@@ -180,3 +191,29 @@ def test_lines_as_their_programs_print_them(tmp_path: Path, capsys, engine: str,
     log = tmp_path / "run.log"
     log.write_text("step 1 loss 0.9\n" + text + "\n", encoding="utf-8")
     assert primary(capsys, log)["cause"] == cause
+
+
+def test_a_compiler_error_is_a_deepspeed_build_failure_only_in_a_deepspeed_op_build(tmp_path: Path, capsys) -> None:
+    ds = tmp_path / "ds.log"
+    ds.write_text(
+        "Building extension module cpu_adam...\n"
+        "[1/3] c++ -MMD -MF cpu_adam_impl.o.d -DTORCH_EXTENSION_NAME=cpu_adam -c "
+        "/opt/venv/lib/python3.10/site-packages/deepspeed/ops/csrc/adam/cpu_adam_impl.cpp -o cpu_adam_impl.o\n"
+        "/opt/venv/lib/python3.10/site-packages/deepspeed/ops/csrc/adam/cpu_adam_impl.cpp:12:10: error: "
+        "'__m512' was not declared in this scope\n", encoding="utf-8")
+    first = primary(capsys, ds)
+    assert first["cause"] == "deepspeed_build_failure" and first["library"] == "cpu_adam"
+    other = tmp_path / "flash.log"
+    other.write_text(
+        "Building wheel for flash-attn (setup.py) ... \n"
+        "csrc/flash_attn/src/flash_fwd_kernel.h:7:10: fatal error: cute/tensor.hpp: No such file or directory\n",
+        encoding="utf-8")
+    assert primary(capsys, other)["cause"] != "deepspeed_build_failure"
+
+
+def test_an_alternation_with_a_common_prefix_keeps_an_anchor_per_branch() -> None:
+    from envcheck.diagnose.literals import anchors
+
+    # `re` parses 'NCCL Error|NCCL error' as 'NCCL ' + a branch: the anchor must not shrink to the common 'NCCL '
+    assert anchors(r"NCCL Error \d+: |NCCL error: (unhandled|internal)") == ("NCCL Error ", "NCCL error: ")
+    assert anchors(r"ab|cd") is None  # a branch under MIN_ANCHOR: matched against every block instead

@@ -27,8 +27,14 @@ def anchors(pattern: str) -> tuple[str, ...] | None:
         return None
     items = list(parsed)
     branch = getattr(_sre_parse, "BRANCH", None)
-    if len(items) == 1 and items[0][0] is branch:
-        found = tuple(_longest_run(list(sub)) for sub in items[0][1][1])
+    literal = getattr(_sre_parse, "LITERAL", None)
+    lead = 0  # `re` factors a prefix common to every branch out of the alternation: 'NCCL (?:Error|error)'
+    while lead < len(items) and items[lead][0] is literal:
+        lead += 1
+    if lead < len(items) and items[lead][0] is branch and all(op is not branch for op, _ in items[lead + 1:]):
+        prefix = "".join(chr(value) for _, value in items[:lead])
+        found = tuple(max(prefix + _leading_run(list(sub)), _longest_run(list(sub)), key=len)
+                      for sub in items[lead][1][1])
     else:
         found = (_longest_run(items),)
     return tuple(dict.fromkeys(found)) if all(len(a) >= MIN_ANCHOR for a in found) else None
@@ -50,3 +56,13 @@ def _longest_run(items: list) -> str:  # type: ignore[type-arg]
         best = max(best, "".join(run), key=len)
         run = []
     return max(best, "".join(run), key=len)
+
+
+def _leading_run(items: list) -> str:  # type: ignore[type-arg]
+    literal = getattr(_sre_parse, "LITERAL", None)
+    run = []
+    for op, value in items:
+        if op is not literal:
+            break
+        run.append(chr(value))
+    return "".join(run)

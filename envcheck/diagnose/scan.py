@@ -259,7 +259,7 @@ class _Scanner:
                 continue
             last_start = start
             number = self.tail_line + data.count(b"\n", 0, start)
-            end = data.find(b"\n", found.end())
+            end = data.find(b"\n", max(found.start(), found.end() - 1))
             line = data[start:len(data) if end < 0 else end]
             if number > self.head_lines and not any(a in line for a in skip):
                 self._note(data, end if end >= 0 else len(data), number, line)
@@ -278,13 +278,13 @@ class _Scanner:
             start = max(data.rfind(b"\n", lo, found_start) + 1, lo)
             if start == last_start:
                 continue
-            end = data.find(b"\n", found_end, hi)
+            end = data.find(b"\n", max(found_start, found_end - 1), hi)  # an anchor may end in its line's newline
             end = hi if end < 0 else end
             last_start = start
             cursor_line += data.count(b"\n", cursor, start)
             cursor = start
             line = data[start:end]
-            present = [a for a in m.anchors if a in line]
+            present = [a for a in m.anchors if a in line or (a[-1:] == b"\n" and a in data[start:end + 1])]
             if TRACEBACK in line:
                 if not dense:
                     self._traceback(data, start, end, cursor_line, hi)

@@ -10,7 +10,8 @@ from envcheck.diagnose.structure.model import Event, Line
 ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
            b"' failed with exit code", b"' failed with exit status", b"-Icsrc/includes", b"Building extension module ",
            b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
-           b"Ninja is required to load C++ extensions")
+           b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
+           b"deepspeed\\ops\\csrc")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -36,14 +37,18 @@ DS_OPS = frozenset({
 # verify_ninja_availability "Ninja is required to load C++ extensions".
 _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu architecture)|: fatal error: "
                       r"|subprocess\.CalledProcessError|_run_ninja_build|Error building extension"
-                      r"|unsupported GNU version|Ninja is required to load C\+\+ extensions")
+                      r"|unsupported GNU version|Ninja is required to load C\+\+ extensions"
+                      # a compiler's own error line: file:line[:col]: error (gcc, clang) or file(line): error (nvcc, MSVC)
+                      r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
 _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit (?:code|status) -?\d+"
                              r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
-_DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops")
+_DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops"
+                         r"|\bcsrc[/\\](?:adam|aio|lamb|lion|transformer|quantization|sparse_attention|random_ltd|"
+                         r"fp_quantizer|deepspeed4science|gds)[/\\]")
 # NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
 _NCCL_TRACE = re.compile(r"NCCL INFO [\w/.]+\.(?:cc|h|cpp):\d+ -> (?P<code>[1-9])\b")
 # GNU ld (binutils ld/ldfile.c): "cannot find -lNAME"; lld: "unable to find library -lNAME".
@@ -66,6 +71,8 @@ def events(lines: list[Line]) -> list[Event]:
             "first NCCL WARN; check the network interface (NCCL_SOCKET_IFNAME) and IB.", nccl_trace.file,
             nccl_trace.number, nccl_trace.text, "NCCL src/include/checks.h (NCCLCHECK's INFO trace)", "nccl",
             ("export NCCL_DEBUG=INFO",)))
+    ds_ops = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
+    ds_ops += [n for n in names if n in DS_OPS]
     compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
     if compile_error is not None:
         src = _DS_SRC.search(compile_error.text)
@@ -75,10 +82,8 @@ def events(lines: list[Line]) -> list[Event]:
             "not support, e.g. Windows or a newer nvcc).", "Use a DeepSpeed release that supports this toolkit/"
             "platform, skip building the op (DS_BUILD_<OP>=0), or build on Linux with a supported gcc and CUDA.",
             compile_error.file, compile_error.number, compile_error.text, "DeepSpeed csrc/ (compiler output)",
-            f"{src.group('a')}_{src.group('b')}" if src else ""))
+            f"{src.group('a')}_{src.group('b')}" if src else (ds_ops[0] if ds_ops else "")))
     failed_command = next((line for line in lines if _COMMAND_FAILED.search(line.text)), None)
-    ds_ops = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
-    ds_ops += [n for n in names if n in DS_OPS]
     deepspeed = bool(ds_ops) or any(_DS_CONTEXT.search(x.text) for x in lines)
     stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if deepspeed else None
     if compile_error is None and failed_command is None and stopped is not None:
