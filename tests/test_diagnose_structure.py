@@ -183,6 +183,9 @@ PRINTED = [
      "the missing libraries mentioned above are installed properly if you would like to use GPU.",
      "missing_cuda_library"),
     ("pytorch                   2.0.1           py3.10_cpu_0    pytorch", "torch_cpu_only"),
+    ("ImportError: /root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so: cannot open shared object file: "
+     "No such file or directory", "deepspeed_build_failure"),
+    ("      × Building wheel for deepspeed (setup.py) did not run successfully.", "deepspeed_build_failure"),
 ]
 
 
