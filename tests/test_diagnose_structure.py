@@ -186,6 +186,12 @@ PRINTED = [
     ("ImportError: /root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so: cannot open shared object file: "
      "No such file or directory", "deepspeed_build_failure"),
     ("      × Building wheel for deepspeed (setup.py) did not run successfully.", "deepspeed_build_failure"),
+    # bash's strsignal in other locales (glibc po/zh_CN.po, de.po)
+    ("train.sh: 第 12 行： 48213 已杀死               python train.py", "host_oom"),
+    ("./run.sh: Zeile 3: 48213 Getötet                python train.py", "host_oom"),
+    ("段错误 (核心已转储)", "segfault_other"),
+    ("Speicherzugriffsfehler (Speicherabzug geschrieben)", "segfault_other"),
+    ("总线错误 (核心已转储)", "shm_too_small"),
 ]
 
 

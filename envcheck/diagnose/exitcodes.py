@@ -50,8 +50,19 @@ _PATTERNS = (
     re.compile(r"returned non-zero exit status (-?\d+)"),  # subprocess.CalledProcessError (accelerate, llamafactory-cli)
     re.compile(r"died with <Signals\.(?=SIG[A-Z0-9]+: (\d+)>)(SIG[A-Z0-9]+)"),  # CalledProcessError, killed by a signal
 )
-_SHELL = re.compile(r"(?:^|\s)(?:\d+\s+)?(Killed|Segmentation fault|Bus error|Aborted)(?:\s|\(|$)")
-_SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT"}
+# bash prints strsignal() in the locale's language: glibc's po/ translations of the three that kill training runs
+_TRANSLATED = {
+    "SIGKILL": ("已杀死", "Getötet", "Processus arrêté", "Убито", "強制終了", "Terminado (killed)", "죽었음", "Morto",
+                "強制結束", "Ucciso"),
+    "SIGSEGV": ("段错误", "Speicherzugriffsfehler", "Erreur de segmentation", "Ошибка сегментирования",
+                "Violación de segmento", "세그멘테이션 오류", "Falha de segmentação", "程式記憶體區段錯誤",
+                "Errore di segmentazione"),
+    "SIGBUS": ("总线错误", "Bus-Zugriffsfehler", "Erreur du bus", "Ошибка шины", "バスエラー", "Error del bus",
+               "버스 오류", "Erro no barramento", "匯流排錯誤", "Errore di bus"),
+}
+_SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT",
+                  **{word: name for name, words in _TRANSLATED.items() for word in words}}
+_SHELL = re.compile(r"(?:^|\s|\])(?:\d+\s+)?(" + "|".join(re.escape(w) for w in _SHELL_SIGNALS) + r")(?:\s|\(|$)")
 
 
 def signal_name(number: int) -> str | None:

@@ -37,7 +37,8 @@ def anchors(pattern: str) -> tuple[str, ...] | None:
                       for sub in items[lead][1][1])
     else:
         found = (_longest_run(items),)
-    return tuple(dict.fromkeys(found)) if all(len(a) >= MIN_ANCHOR for a in found) else None
+    # the scan looks for the UTF-8 bytes: '段错误' is 3 characters but 9 bytes
+    return tuple(dict.fromkeys(found)) if all(len(a.encode("utf-8")) >= MIN_ANCHOR for a in found) else None
 
 
 def anchor(pattern: str) -> str | None:
