@@ -226,3 +226,32 @@ def test_an_alternation_with_a_common_prefix_keeps_an_anchor_per_branch() -> Non
     # `re` parses 'NCCL Error|NCCL error' as 'NCCL ' + a branch: the anchor must not shrink to the common 'NCCL '
     assert anchors(r"NCCL Error \d+: |NCCL error: (unhandled|internal)") == ("NCCL Error ", "NCCL error: ")
     assert anchors(r"ab|cd") is None  # a branch under MIN_ANCHOR: matched against every block instead
+
+
+def test_a_faulthandler_dump_names_the_extension_and_the_launcher_is_a_symptom(tmp_path: Path, capsys) -> None:
+    """Issue 17: on a faulthandler dump whose stack is in flash_attn, the report named a generic segfault, advised
+    enabling faulthandler (which the log shows) and listed ChildFailedError as the first exception. The dump is laid
+    out as CPython's faulthandler writes it (Python 3.11: frames, then 'Extension modules: ... (total: N)')."""
+    log = tmp_path / "rank0.log"
+    log.write_text(
+        "[rank0]: Fatal Python error: Segmentation fault\n[rank0]: \n"
+        "[rank0]: Current thread 0x00007f3c8b7fe740 (most recent call first):\n"
+        '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py", line 96 in '
+        "_flash_attn_forward\n"
+        '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py", line 432 in forward\n'
+        '[rank0]:   File "/opt/venv/lib/python3.11/site-packages/torch/autograd/function.py", line 553 in apply\n'
+        "[rank0]: \n[rank0]: Extension modules: numpy.core._multiarray_umath, torch._C, flash_attn_2_cuda (total: 3)\n"
+        "E1130 12:34:56.789000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -11) "
+        "local_rank: 0 (pid: 4243) of binary: /opt/venv/bin/python\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n", encoding="utf-8")
+    main(["diagnose", "--offline", "--json", str(log)])
+    doc = json.loads(capsys.readouterr().out)
+    first = doc["causes"][0]
+    assert first["cause"] == "segfault_abi_mismatch" and "flash_attn" in (first["library"] or "")
+    assert first["library"] == "flash_attn_2_cuda"
+    advice = " ".join(f["summary"] + " " + " ".join(f["commands"]) for c in doc["causes"] for f in c["fixes"])
+    assert "faulthandler" not in advice and "Reinstall flash_attn " in advice
+    assert doc["first_exception"]["text"] == "[rank0]: Fatal Python error: Segmentation fault"

@@ -15,7 +15,7 @@ ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faul
 
 
 # Anchors whose line is a question and the next line its answer (`>>> print(torch.version.cuda)` then `None`).
-WITH_NEXT: tuple[bytes, ...] = installer.WITH_NEXT
+WITH_NEXT: tuple[bytes, ...] = (*installer.WITH_NEXT, *faulthandler.WITH_NEXT)
 
 
 def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[list[Event], list[Traceback]]:
@@ -35,5 +35,9 @@ def first_error(lines: list[Line], parsed: list[Traceback]) -> Line | None:
     if real:
         first = min(real, key=lambda tb: (tb.file, tb.line))
         return Line(first.file, first.line, first.text)
-    errors = [line for line in lines if any(e.decode() in line.text for e in ERRORS)]
+    fatal = [line for line in lines if "Fatal Python error: " in line.text]  # a faulthandler dump: the crash itself
+    if fatal:
+        return fatal[0]
+    errors = [line for line in lines if any(e.decode() in line.text for e in ERRORS)
+              and not any(s in line.text for s in tracebacks.SYMPTOMS)]  # a launcher's summary is a symptom
     return errors[0] if errors else (Line(parsed[0].file, parsed[0].line, parsed[0].text) if parsed else None)

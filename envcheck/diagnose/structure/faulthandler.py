@@ -8,6 +8,7 @@ import re
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"Fatal Python error", b"most recent call first", b"Extension modules:", b"Segmentation fault")
+WITH_NEXT = (b"most recent call first",)  # the frame after the header is the top of the stack: the scan keeps it
 _BARE = re.compile(r"Segmentation fault")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus error|Aborted|Floating point exception|"
                     r"Illegal instruction)")
@@ -51,7 +52,7 @@ def events(lines: list[Line]) -> list[Event]:
             f"faulthandler shows the crash under {library or 'a native frame'}"
             + (": a compiled extension, most often built for another torch/CUDA than the one installed."
                if compiled else "."),
-            (f"Reinstall {library.split('.')[0]} built for the installed torch/CUDA (pip install --no-build-isolation "
+            (f"Reinstall {top or library.split('.')[0]} built for the installed torch/CUDA (pip install --no-build-isolation "
              f"--force-reinstall, or the wheel matching torch, CUDA and the C++ ABI)." if compiled else
              "Run the crashing call alone to reproduce; print the native stack with gdb from the core."),
             line.file, line.number, line.text, "CPython Python/faulthandler.c (Fatal Python error, Extension modules)",
