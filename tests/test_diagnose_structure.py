@@ -61,6 +61,12 @@ CASES = [
     ("c319", "missing_cuda_library", "cudnn_ops_infer64_8.dll"),  # cuDNN: Could not load library ... Error code 126
     ("c321", "missing_cuda_library", "libcuda"),  # Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so
     ("c329", "missing_cuda_library", "cublas64_12.dll"),  # CTranslate2: Library cublas64_12.dll is not found
+    # fourth round (278 logs; dev half only)
+    ("c363", "nccl_error", "nccl"),  # old nccl-tests: NCCL failure all_reduce.cu:95 'unhandled cuda error'
+    ("c364", "nccl_error", "nccl"),  # Horovod: ncclCommInitRank failed: unhandled cuda error
+    ("c368", "nccl_error", "nccl"),  # Failed to bind NVLink SHARP (NVLS) Multicast memory (Fabric Manager)
+    ("c425", "cuda_arch_unsupported", None),  # Triton's ptxas: Value 'sm_121a' is not defined for option 'gpu-name'
+    ("c431", "host_oom", None),  # torch.multiprocessing.spawn: process 0 terminated with signal SIGKILL
 ]
 
 

@@ -50,6 +50,7 @@ _PATTERNS = (
     re.compile(r"returned non-zero exit status (-?\d+)"),  # subprocess.CalledProcessError (accelerate, llamafactory-cli)
     re.compile(r"died with <Signals\.(?=SIG[A-Z0-9]+: (\d+)>)(SIG[A-Z0-9]+)"),  # CalledProcessError, killed by a signal
 )
+_SPAWN = re.compile(r"terminated with signal (SIG[A-Z0-9]+)")  # torch.multiprocessing.spawn's ProcessExitedException
 # bash prints strsignal() in the locale's language: glibc's po/ translations of the three that kill training runs
 _TRANSLATED = {
     "SIGKILL": ("已杀死", "Getötet", "Processus arrêté", "Убито", "強制終了", "Terminado (killed)", "죽었음", "Morto",
@@ -95,6 +96,10 @@ def from_text(text: str) -> ExitInfo | None:
                 return ExitInfo(-int(found.group(1)), found.group(2), f"{found.group(2)} (signal {found.group(1)})")
             code = int(found.group(1))
             return interpret(code) if code else None
+    spawn = _SPAWN.search(text)
+    if spawn and hasattr(signal, spawn.group(1)):
+        number = int(getattr(signal, spawn.group(1)))
+        return ExitInfo(-number, spawn.group(1), f"a spawned process was terminated with {spawn.group(1)}")
     shell = _SHELL.search(text)
     if shell:
         name = _SHELL_SIGNALS[shell.group(1)]
