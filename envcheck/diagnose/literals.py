@@ -33,7 +33,9 @@ def anchors(pattern: str) -> tuple[str, ...] | None:
         lead += 1
     if lead < len(items) and items[lead][0] is branch and all(op is not branch for op, _ in items[lead + 1:]):
         prefix = "".join(chr(value) for _, value in items[:lead])
-        found = tuple(max(prefix + _leading_run(list(sub)), _longest_run(list(sub)), key=len)
+        # the prefix with the branch's own start is the more specific literal ('ncclSend' over ' failed: ')
+        found = tuple(prefix + _leading_run(list(sub)) if len(prefix + _leading_run(list(sub))) >= 6
+                      else max(prefix + _leading_run(list(sub)), _longest_run(list(sub)), key=len)
                       for sub in items[lead][1][1])
     else:
         found = (_longest_run(items),)

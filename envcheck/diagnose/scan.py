@@ -132,15 +132,15 @@ class Matcher:
         return self._compiled(keys)
 
     def common(self, sample: bytes) -> tuple[bytes, ...]:
-        """Structure anchors whose every key starts with a byte common in this log ('Error: ', '+cpu', ' -> 1'):
+        """Anchors whose every key starts with a byte common in this log ('Error: ', '+cpu', ' -> 1', '_cpu_0'):
         in `re`'s alternation they would test nearly every position, so the streaming pass leaves them out and
-        they are looked for where a run starts and where it dies (the first _SAMPLE and last RECENT bytes).
-        Signature anchors and the traceback header are never left out; with Hyperscan nothing is."""
+        they are looked for where a run starts and where it dies (the first _SAMPLE and last RECENT bytes): the
+        `re` fallback's trade-off (a line of only such anchors in the middle of a long log is not seen); the
+        traceback header is never left out; with Hyperscan nothing is."""
         if self.fast is not None:
             return ()
-        signature = {a for r in self.anchored for a in r.anchors}
-        keys = self._keys(sample, tuple(a for a in STRUCTURE if a not in signature))
-        return tuple(sorted(a for a, (_key, share) in keys.items() if share > COMMON_SHARE))
+        keys = self._keys(sample, self.anchors)
+        return tuple(sorted(a for a, (_key, share) in keys.items() if share > COMMON_SHARE and a != TRACEBACK))
 
 
 @dataclass
@@ -246,8 +246,8 @@ class _Scanner:
             self.line += lines
 
     def finish(self) -> None:
-        """The tail meets the common structure anchors the streaming pass left out (lines the head covered, or
-        that another anchor already brought in, are not taken twice)."""
+        """The tail meets the common anchors the streaming pass left out (lines the head covered, or that another
+        anchor already brought in, are not taken twice)."""
         if not self.common or not self.tail:
             return
         pattern = self.m._compiled(set(self.common))
@@ -262,7 +262,10 @@ class _Scanner:
             end = data.find(b"\n", max(found.start(), found.end() - 1))
             line = data[start:len(data) if end < 0 else end]
             if number > self.head_lines and not any(a in line for a in skip):
-                self._note(data, end if end >= 0 else len(data), number, line)
+                present = [a for a in self.common if a in line or (a[-1:] == b"\n" and a in data[start:end + 1])]
+                if not self.m.structure.isdisjoint(present):
+                    self._note(data, end if end >= 0 else len(data), number, line)
+                self._rules(present, number, line)
 
     def _match(self, data: bytes, lo: int, hi: int, first_line: int, prefilter: re.Pattern[bytes], fast,  # type: ignore[no-untyped-def]
                dense: bool) -> None:
@@ -290,12 +293,16 @@ class _Scanner:
                     self._traceback(data, start, end, cursor_line, hi)
             elif not m.structure.isdisjoint(present):
                 self._note(data, end, cursor_line, line, hi)
-            matched: set[str] = set()
-            for literal in present:
-                for rule in m.by_anchor.get(literal, ()):
-                    if rule.id not in matched and rule.regex.search(line):
-                        matched.add(rule.id)
-                        self.tally.add(rule.id, self.name, cursor_line, line)
+            self._rules(present, cursor_line, line)
+
+    def _rules(self, present: list[bytes], number: int, line: bytes) -> None:
+        """The rules of the anchors PRESENT in LINE meet their full pattern."""
+        matched: set[str] = set()
+        for literal in present:
+            for rule in self.m.by_anchor.get(literal, ()):
+                if rule.id not in matched and rule.regex.search(line):
+                    matched.add(rule.id)
+                    self.tally.add(rule.id, self.name, number, line)
 
     def _note(self, data: bytes, end: int, number: int, line: bytes, hi: int | None = None) -> None:
         """Keep a structure line; a question whose answer is the next line (WITH_NEXT) keeps that line too."""
