@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterator
 
-Finder = Callable[[bytes], Iterator[tuple[int, int]]]
+Finder = Callable[[bytes], Iterator[tuple[int, int, bytes]]]
 
 
 def hyperscan_finder(keys: tuple[bytes, ...]) -> Finder | None:
-    """A function yielding (start, end) of every key's occurrence in a block, in order; None without Hyperscan."""
+    """A function yielding (start, end, key) of every key's occurrence in a block, in order (overlapping ones too, so
+    the keys found in a line are all the keys it holds); None without Hyperscan."""
     if os.environ.get("ENVCHECK_NO_HYPERSCAN"):
         return None
     try:
@@ -30,11 +31,11 @@ def hyperscan_finder(keys: tuple[bytes, ...]) -> Finder | None:
         return None
     lengths = [len(k) for k in keys]
 
-    def find(data: bytes) -> Iterator[tuple[int, int]]:
-        found: list[tuple[int, int]] = []
+    def find(data: bytes) -> Iterator[tuple[int, int, bytes]]:
+        found: list[tuple[int, int, bytes]] = []
 
         def on_match(key: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            found.append((end - lengths[key], end))
+            found.append((end - lengths[key], end, keys[key]))
 
         db.scan(data, match_event_handler=on_match)
         found.sort()

@@ -85,6 +85,8 @@ class Matcher:
         self.by_anchor = {a: tuple(rules) for a, rules in by_anchor.items()}
         self.structure = frozenset(STRUCTURE)
         self.anchors = tuple(sorted({a for r in self.anchored for a in r.anchors} | {TRACEBACK} | set(STRUCTURE)))
+        self.inline = tuple(a for a in self.anchors if not a.endswith(b"\n"))
+        self.at_eol = tuple(a for a in self.anchors if a.endswith(b"\n"))
         self._cache: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
         self.fast = hyperscan_finder(self.anchors)  # every anchor whole, when Hyperscan is installed
         # Without the traceback header: once BLOCKS tracebacks are kept, a block's headers are found with
@@ -270,30 +272,47 @@ class _Scanner:
     def _match(self, data: bytes, lo: int, hi: int, first_line: int, prefilter: re.Pattern[bytes], fast,  # type: ignore[no-untyped-def]
                dense: bool) -> None:
         """Every candidate line of DATA[LO:HI] (LO a line start, numbered FIRST_LINE) meets the rules."""
-        m, last_start, cursor, cursor_line = self.m, -1, lo, first_line
-        if fast is None:
-            matches: Iterable[tuple[int, int]] = ((f.start(), f.end()) for f in prefilter.finditer(data, lo, hi))
+        m, cursor, cursor_line = self.m, lo, first_line
+        if fast is None:  # re: (start, end, None); the anchors present are then read from the line
+            matches: Iterable[tuple[int, int, bytes | None]] = (
+                (f.start(), f.end(), None) for f in prefilter.finditer(data, lo, hi))
         elif lo == 0 and hi == len(data):
             matches = fast(data)
         else:
-            matches = ((a + lo, b + lo) for a, b in fast(memoryview(data)[lo:hi]))  # type: ignore[arg-type]
-        for found_start, found_end in matches:
-            start = max(data.rfind(b"\n", lo, found_start) + 1, lo)
-            if start == last_start:
+            matches = ((a + lo, b + lo, key) for a, b, key in fast(memoryview(data)[lo:hi]))  # type: ignore[arg-type]
+        line_start, line_end, keys = -1, -1, []  # the line being gathered and the anchors Hyperscan found in it
+        for found_start, found_end, key in matches:
+            if line_start <= found_start < line_end or found_start == line_end == line_start:
+                keys.append(key)  # another anchor of the same line
                 continue
-            end = data.find(b"\n", max(found_start, found_end - 1), hi)  # an anchor may end in its line's newline
-            end = hi if end < 0 else end
-            last_start = start
-            cursor_line += data.count(b"\n", cursor, start)
-            cursor = start
-            line = data[start:end]
-            present = [a for a in m.anchors if a in line or (a[-1:] == b"\n" and a in data[start:end + 1])]
-            if TRACEBACK in line:
-                if not dense:
-                    self._traceback(data, start, end, cursor_line, hi)
-            elif not m.structure.isdisjoint(present):
-                self._note(data, end, cursor_line, line, hi)
-            self._rules(present, cursor_line, line)
+            if line_start >= 0:
+                self._candidate(data, line_start, line_end, cursor_line, keys, hi, dense)
+            line_start = max(data.rfind(b"\n", lo, found_start) + 1, lo)
+            line_end = data.find(b"\n", max(found_start, found_end - 1), hi)  # an anchor may end in the newline
+            line_end = hi if line_end < 0 else line_end
+            cursor_line += data.count(b"\n", cursor, line_start)
+            cursor, keys = line_start, [key]
+        if line_start >= 0:
+            self._candidate(data, line_start, line_end, cursor_line, keys, hi, dense)
+
+    def _candidate(self, data: bytes, start: int, end: int, number: int, keys: list[bytes | None], hi: int,
+                   dense: bool) -> None:
+        """One candidate line: its traceback, its structure note, its rules. KEYS are the anchors Hyperscan found in
+        it (exact); with the `re` prefilter ([None]) they are read from the line."""
+        m, line = self.m, data[start:end]
+        if keys[0] is not None:
+            present = list(dict.fromkeys(keys))  # type: ignore[arg-type]
+        else:
+            present = [a for a in m.inline if a in line]
+            if m.at_eol:  # anchors that end in the line's newline (NCCL's ' -> 2\n')
+                whole = data[start:end + 1]
+                present += [a for a in m.at_eol if a in whole]
+        if TRACEBACK in line:
+            if not dense:
+                self._traceback(data, start, end, number, hi)
+        elif not m.structure.isdisjoint(present):
+            self._note(data, end, number, line, hi)
+        self._rules(present, number, line)  # type: ignore[arg-type]
 
     def _rules(self, present: list[bytes], number: int, line: bytes) -> None:
         """The rules of the anchors PRESENT in LINE meet their full pattern."""
