@@ -1,7 +1,7 @@
 """One streaming pass over a log: every signature of the matrix, in bounded memory, at disk speed.
 
 Why it is fast: the log is read in large binary chunks; one regular expression made of the signatures' literal
-anchors (see `literals`) finds the few candidate lines, and only those lines meet the full patterns. Lines are
+anchors (see `literals`, `matcher`) finds the few candidate lines, and only those lines meet the full patterns. Lines are
 never decoded unless they match. Why it is bounded: a chunk, the unfinished last line (cut at MAX_LINE) and a few
 kept hits per signature are all that is held.
 """
@@ -13,12 +13,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from envcheck.diagnose.literals import anchors
-from envcheck.diagnose.multimatch import hyperscan_finder
+from envcheck.diagnose.matcher import TRACEBACK, Matcher
 from envcheck.diagnose.model import Hit, ScanResult, SignatureHits
 from envcheck.diagnose.source import OpenedLog
 from envcheck.diagnose.stamps import LogStamps
-from envcheck.diagnose.structure.events import ANCHORS as STRUCTURE
 from envcheck.diagnose.structure.events import WITH_NEXT
 from envcheck.diagnose.structure.model import Line
 
@@ -26,13 +24,7 @@ CHUNK = 8 * 1024 * 1024
 MAX_LINE = 64 * 1024  # longer lines are matched in segments of this size
 KEEP = 4  # hits kept verbatim per signature: the first KEEP - 1 and the last
 MAX_TEXT = 600  # characters of a matched line kept as evidence
-TRACEBACK = b"Traceback (most recent call last):"
 _PROBE_LINES = 400
-KEY = 8  # bytes of each anchor the prefilter looks for (at least MIN_KEY)
-MIN_KEY = 4
-KEY_TRIES = 8  # starts tried per anchor for a key that is rare in the log's first MiB
-FREQUENT_KEY = 8  # occurrences in that MiB above which a key is too frequent
-COMMON_SHARE = 0.002  # a key whose first byte is more than this share of a log's bytes slows `re`'s alternation
 _SAMPLE = 1024 * 1024  # lines after a traceback header searched for its exception line
 # Where logs name the run's process ids: torchrun's `(pid: 2610)` and `received by PID 2610`, `pid=2610`, the
 # DeepSpeed launcher's `Killing subprocess 2610`, elastic's `Sending process 2610 closing signal`, a pasted
@@ -50,99 +42,6 @@ BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
 BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
 
 Progress = Callable[[str, int, "int | None"], None]
-
-
-@dataclass(frozen=True)
-class _Rule:
-    id: str
-    pattern: bytes
-    anchors: tuple[bytes, ...]  # one of them is in every line the regex matches; () = match every block
-
-    @property
-    def regex(self) -> re.Pattern[bytes]:
-        """Compiled when a candidate line first meets it (re caches it): most signatures never see one."""
-        return re.compile(self.pattern)
-
-
-class Matcher:
-    """The compiled signatures: a prefilter of literal anchors and the full patterns behind it."""
-
-    def __init__(self, signatures: Iterable[object]) -> None:
-        rules = []
-        for sig in signatures:
-            literals = anchors(sig.pattern) or ()  # type: ignore[attr-defined]
-            rules.append(_Rule(sig.id, sig.pattern.encode("utf-8"),  # type: ignore[attr-defined]
-                               tuple(a.encode("utf-8") for a in literals)))
-        self.rules = tuple(rules)
-        self.anchored = tuple(r for r in rules if r.anchors)
-        self.unanchored = tuple(r for r in rules if not r.anchors)
-        # A candidate line is tested for every anchor in one comprehension; only the rules of the anchors present
-        # meet their full pattern.
-        by_anchor: dict[bytes, list[_Rule]] = {}
-        for rule in self.anchored:
-            for literal in rule.anchors:
-                by_anchor.setdefault(literal, []).append(rule)
-        self.by_anchor = {a: tuple(rules) for a, rules in by_anchor.items()}
-        self.structure = frozenset(STRUCTURE)
-        self.anchors = tuple(sorted({a for r in self.anchored for a in r.anchors} | {TRACEBACK} | set(STRUCTURE)))
-        self.inline = tuple(a for a in self.anchors if not a.endswith(b"\n"))
-        self.at_eol = tuple(a for a in self.anchors if a.endswith(b"\n"))
-        self._cache: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
-        self.fast = hyperscan_finder(self.anchors)  # every anchor whole, when Hyperscan is installed
-        # Without the traceback header: once BLOCKS tracebacks are kept, a block's headers are found with
-        # bytes.rfind (only its last BLOCKS // 4 can still be kept), so a log dense in tracebacks is read at the
-        # speed of any other.
-        self.rest = tuple(a for a in self.anchors if a != TRACEBACK)
-        self.fast_rest = hyperscan_finder(self.rest)
-
-    def _keys(self, sample: bytes, anchors: tuple[bytes, ...]) -> dict[bytes, tuple[bytes, float]]:
-        """anchor -> (its key: MIN_KEY..KEY bytes starting at the byte rarest in SAMPLE, that byte's share)."""
-        freq = {b: sample.count(bytes((b,))) for b in {c for a in anchors for c in a}}
-        size = max(len(sample), 1)
-        keys = {}
-        for text in anchors:
-            start = min(range(len(text) - MIN_KEY + 1), key=lambda i: (freq[text[i]], -len(text[i:i + KEY])))
-            keys[text] = (text[start:start + KEY], freq[text[start]] / size)
-        return keys
-
-    def _compiled(self, keys: set[bytes]) -> re.Pattern[bytes]:
-        ordered = tuple(sorted(keys))
-        if ordered not in self._cache:
-            self._cache[ordered] = re.compile(b"|".join(re.escape(k) for k in ordered) or b"(?!)")
-        return self._cache[ordered]
-
-    def prefilter(self, sample: bytes, anchors: tuple[bytes, ...] | None = None) -> re.Pattern[bytes]:
-        """A regex of one short key per anchor, each starting at the byte that is rarest in SAMPLE.
-
-        Why: `re` scans for an alternation by testing each position against the set of first bytes; when those
-        bytes are rare in this log, almost every position is skipped in C and the scan runs near memory speed.
-        """
-        anchors = self.anchors if anchors is None else anchors
-        freq = {b: sample.count(bytes((b,))) for b in {c for a in anchors for c in a}}
-        chosen: set[int] = set()  # first bytes already in the alternation: reusing one costs nothing
-        keys = set()
-        # Hardest anchors first (those whose rarest byte is still common), then each takes the start whose first
-        # byte adds least to the set `re` tests every position against.
-        for text in sorted(anchors, key=lambda a: -min(freq[c] for c in a[:len(a) - MIN_KEY + 1])):
-            starts = sorted(range(len(text) - MIN_KEY + 1),
-                            key=lambda i: (0 if text[i] in chosen else freq[text[i]], -len(text[i:i + KEY])))
-            # A key that is itself frequent in this log ('ProcessG' of 'ProcessGroupNCCL::WorkNCCL::...' in a log
-            # of ProcessGroupNCCL lines) makes every such line a candidate: take the next start that is rare.
-            start = next((i for i in starts[:KEY_TRIES] if sample.count(text[i:i + KEY]) <= FREQUENT_KEY), starts[0])
-            chosen.add(text[start])
-            keys.add(text[start:start + KEY])
-        return self._compiled(keys)
-
-    def common(self, sample: bytes) -> tuple[bytes, ...]:
-        """Anchors whose every key starts with a byte common in this log ('Error: ', '+cpu', ' -> 1', '_cpu_0'):
-        in `re`'s alternation they would test nearly every position, so the streaming pass leaves them out and
-        they are looked for where a run starts and where it dies (the first _SAMPLE and last RECENT bytes): the
-        `re` fallback's trade-off (a line of only such anchors in the middle of a long log is not seen); the
-        traceback header is never left out; with Hyperscan nothing is."""
-        if self.fast is not None:
-            return ()
-        keys = self._keys(sample, self.anchors)
-        return tuple(sorted(a for a, (_key, share) in keys.items() if share > COMMON_SHARE and a != TRACEBACK))
 
 
 @dataclass
