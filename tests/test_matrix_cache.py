@@ -72,3 +72,32 @@ def test_no_cache_writes_nothing(cache: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("ENVCHECK_NO_CACHE", "1")
     load_matrix()
     assert not cache.exists()
+
+
+def test_memo_builds_once_per_material(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from envcheck.matrix.cache import memo
+
+    calls: list[int] = []
+
+    def build() -> tuple[int, ...]:
+        calls.append(1)
+        return (1, 2, 3)
+
+    assert memo("test", b"abc", build) == (1, 2, 3) and memo("test", b"abc", build) == (1, 2, 3)
+    assert len(calls) == 1
+    assert memo("test", b"abd", build) == (1, 2, 3) and len(calls) == 2  # other material, other entry
+    monkeypatch.setenv("ENVCHECK_NO_CACHE", "1")
+    memo("test", b"abc", build)
+    assert len(calls) == 3
+
+
+def test_a_cached_hyperscan_database_finds_what_a_fresh_one_does(cache: Path) -> None:
+    pytest.importorskip("hyperscan", reason="no hyperscan wheel (a dependency on Linux x86-64/aarch64 only)")
+    from envcheck.diagnose.multimatch import hyperscan_finder
+
+    keys = (b"CUDA out of memory", b"NCCL WARN ", b"Killed")
+    data = b"step 1\nNCCL WARN x\ntorch.OutOfMemoryError: CUDA out of memory. Tried\nKilled\n"
+    fresh = list(hyperscan_finder(keys)(data))  # type: ignore[misc]
+    assert list(cache.glob("hyperscan-*.db"))
+    again = list(hyperscan_finder(keys)(data))  # type: ignore[misc]
+    assert fresh == again and [k for _s, _e, k in fresh] == [b"NCCL WARN ", b"CUDA out of memory", b"Killed"]

@@ -35,16 +35,21 @@ class Matcher:
     """The compiled signatures: a prefilter of literal anchors and the full patterns behind it."""
 
     def __init__(self, signatures: Iterable[object]) -> None:
+        from envcheck.matrix.cache import memo
+
+        signatures = tuple(signatures)
+        patterns = tuple(sig.pattern for sig in signatures)  # type: ignore[attr-defined]
+        # parsing 100 patterns for their literals is a tenth of a short run: keep the result per user
+        found = memo("anchors", repr(patterns).encode(), lambda: tuple(anchors(p) or () for p in patterns))
         rules = []
-        for sig in signatures:
-            literals = anchors(sig.pattern) or ()  # type: ignore[attr-defined]
+        for sig, literals in zip(signatures, found):
             rules.append(_Rule(sig.id, sig.pattern.encode("utf-8"),  # type: ignore[attr-defined]
                                tuple(a.encode("utf-8") for a in literals)))
         self.rules = tuple(rules)
         self.anchored = tuple(r for r in rules if r.anchors)
         self.unanchored = tuple(r for r in rules if not r.anchors)
-        # A candidate line is tested for every anchor in one comprehension; only the rules of the anchors present
-        # meet their full pattern.
+        # Only the rules of the anchors a candidate line holds meet their full pattern (Hyperscan reports those
+        # anchors; the re fallback tests the line against every one).
         by_anchor: dict[bytes, list[_Rule]] = {}
         for rule in self.anchored:
             for literal in rule.anchors:

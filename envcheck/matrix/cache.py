@@ -46,6 +46,24 @@ def cached(directory: str, names: Iterable[str], options: tuple[object, ...], bu
     return value
 
 
+def memo(kind: str, material: bytes, build: Callable[[], T]) -> T:
+    """BUILD's result for MATERIAL (the bytes it is derived from), from the cache when it was built before."""
+    if os.environ.get("ENVCHECK_NO_CACHE"):
+        return build()
+    from envcheck import __version__
+
+    digest = hashlib.sha256(repr((__version__, sys.version, kind)).encode() + material).hexdigest()[:32]
+    path = os.path.join(cache_dir(), f"{kind}-{digest}.pickle")
+    try:
+        with open(path, "rb") as handle:
+            return pickle.load(handle)  # noqa: S301 - written by this user's own envcheck, keyed by content
+    except Exception:  # noqa: BLE001 - absent, truncated or from another build: build it
+        pass
+    value = build()
+    _store(path, value, prefix=f"{kind}-")
+    return value
+
+
 def _key(directory: str, names: Iterable[str], options: tuple[object, ...]) -> str | None:
     from envcheck import __version__
 
@@ -62,13 +80,14 @@ def _key(directory: str, names: Iterable[str], options: tuple[object, ...]) -> s
     return digest.hexdigest()[:32]
 
 
-def _store(path: str, value: object) -> None:
+def _store(path: str, value: object, prefix: str = _PREFIX) -> None:
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        for old in os.listdir(folder):  # one entry per kind of load is enough: drop those of older matrices
-            if old.startswith(_PREFIX) and old.endswith(".pickle") and len(os.listdir(folder)) > 8:
-                os.unlink(os.path.join(folder, old))
+        mine = sorted((os.path.getmtime(os.path.join(folder, n)), n) for n in os.listdir(folder)
+                      if n.startswith(prefix) and n.endswith(".pickle"))
+        for _mtime, old in mine[:-8]:  # a few entries per kind are enough: drop the oldest
+            os.unlink(os.path.join(folder, old))
         handle, temporary = tempfile.mkstemp(prefix=".matrix-", dir=folder)
         with os.fdopen(handle, "wb") as out:
             pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
