@@ -6,7 +6,8 @@ For each `[[log]]` of labels.toml in the split: the primary cause `diagnose` nam
 the label, the `library` it names against the label's (when the label names one), per-cause precision/recall and
 a confusion table (label -> predicted). Beside it, a 14-regex toy: OUR RECONSTRUCTION of the baseline issue 17
 quotes (one regex per common cause, first match in the log wins, in the order below); it is not the original.
-While tuning, run only `--split dev` (the default): `test` is the held-out half, measured once by the lead.
+While tuning, run only `--split dev` (the default): `test` is the held-out half, measured by the lead only
+(benchmarks/README.md lists every measurement).
 """
 
 from __future__ import annotations
