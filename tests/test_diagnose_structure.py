@@ -261,3 +261,18 @@ def test_a_faulthandler_dump_names_the_extension_and_the_launcher_is_a_symptom(t
     advice = " ".join(f["summary"] + " " + " ".join(f["commands"]) for c in doc["causes"] for f in c["fixes"])
     assert "faulthandler" not in advice and "Reinstall flash_attn " in advice
     assert doc["first_exception"]["text"] == "[rank0]: Fatal Python error: Segmentation fault"
+
+
+def test_a_pip_prebuild_of_deepspeed_ops_that_fails_to_compile(tmp_path: Path, capsys) -> None:
+    """setuptools names the extension it builds; torch's BuildExtension ends a failed compile with 'Error compiling
+    objects for extension' (torch/utils/cpp_extension.py). Only DeepSpeed's own extension makes it a DeepSpeed
+    build failure."""
+    ds = tmp_path / "pip.log"
+    ds.write_text("  Building wheel for deepspeed (setup.py): started\n"
+                  "  building 'deepspeed.ops.adam.cpu_adam_op' extension\n"
+                  "  RuntimeError: Error compiling objects for extension\n", encoding="utf-8")
+    assert primary(capsys, ds)["cause"] == "deepspeed_build_failure"
+    other = tmp_path / "flash.log"
+    other.write_text("  Building wheel for flash-attn (setup.py): started\n"
+                     "  RuntimeError: Error compiling objects for extension\n", encoding="utf-8")
+    assert primary(capsys, other)["cause"] != "deepspeed_build_failure"

@@ -11,7 +11,8 @@ ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"
            b"' failed with exit code", b"' failed with exit status", b"-Icsrc/includes", b"Building extension module ",
            b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
-           b"deepspeed\\ops\\csrc")
+           b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
+           b"Building wheel for deepspeed", b"Running setup.py install for deepspeed")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -38,6 +39,8 @@ DS_OPS = frozenset({
 _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu architecture)|: fatal error: "
                       r"|subprocess\.CalledProcessError|_run_ninja_build|Error building extension"
                       r"|unsupported GNU version|Ninja is required to load C\+\+ extensions"
+                      # torch's BuildExtension (a pip pre-build with DS_BUILD_OPS): _run_ninja_build's error_prefix
+                      r"|Error compiling objects for extension"
                       # a compiler's own error line: file:line[:col]: error (gcc, clang) or file(line): error (nvcc, MSVC)
                       r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
@@ -48,7 +51,9 @@ _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit 
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
 _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops"
                          r"|\bcsrc[/\\](?:adam|aio|lamb|lion|transformer|quantization|sparse_attention|random_ltd|"
-                         r"fp_quantizer|deepspeed4science|gds)[/\\]")
+                         r"fp_quantizer|deepspeed4science|gds)[/\\]"
+                         # setuptools' "building 'deepspeed.ops.adam.cpu_adam_op' extension"; pip building deepspeed
+                         r"|building 'deepspeed\.|(?:Building wheel|Running setup\.py install) for deepspeed\b")
 # NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
 _NCCL_TRACE = re.compile(r"NCCL INFO [\w/.]+\.(?:cc|h|cpp):\d+ -> (?P<code>[1-9])\b")
 # GNU ld (binutils ld/ldfile.c): "cannot find -lNAME"; lld: "unable to find library -lNAME".
