@@ -38,7 +38,8 @@ def events(lines: list[Line]) -> list[Event]:
         req = _REQUIRE.search(text)
         pip = None if req else _PIP.search(text)
         if req or pip:
-            lib = req.group("pkg") if req else (pip.group("req") or pip.group("pkg") or "") if pip else ""  # type: ignore[union-attr]
+            # pip: "xformers 0.0.20 requires torch==2.0.0, but you have torch 2.0.1": xformers pins the other one
+            lib = req.group("pkg") if req else (pip.group("pkg") or pip.group("req") or "") if pip else ""  # type: ignore[union-attr]
             found.append(Event(
                 "installer", "version_conflict", 0.85 if req else 0.7, "Incompatible package versions",
                 "A package requires another at a version that is not the installed one ("
