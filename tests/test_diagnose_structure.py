@@ -192,6 +192,9 @@ PRINTED = [
     ("ImportError: /root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so: cannot open shared object file: "
      "No such file or directory", "deepspeed_build_failure"),
     ("      × Building wheel for deepspeed (setup.py) did not run successfully.", "deepspeed_build_failure"),
+    ("RuntimeError: Unable to JIT load the async_io op due to it not being compatible due to hardware/software "
+     "issue. async_io requires the dev libaio .so object and headers but these were not found.",
+     "deepspeed_build_failure"),
     # bash's strsignal in other locales (glibc po/zh_CN.po, de.po)
     ("train.sh: 第 12 行： 48213 已杀死               python train.py", "host_oom"),
     ("./run.sh: Zeile 3: 48213 Getötet                python train.py", "host_oom"),
