@@ -14,7 +14,7 @@ import re
 
 from envcheck.errors import UsageError
 from envcheck.plan import zoo
-from envcheck.plan.params import ModelSpec, from_config, from_count, load_config, parse_count
+from envcheck.plan.params import ModelSpec, from_config, load_config, load_model, parse_count
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -70,13 +70,8 @@ def _with_source(spec: ModelSpec, source: str) -> ModelSpec:
 
 def resolve_model(text: str) -> ModelSpec:
     """A count, an existing config.json or folder, or a hub id (cache, then the bundled table)."""
-    count = parse_count(text)
-    if count is not None:
-        if count < 10**6:
-            raise UsageError(f"MODEL {text!r}: {count} parameters is too small to plan for; write e.g. 7B or 8.03e9")
-        return from_count(count, source=f"count {text}")
-    if os.path.exists(text):
-        return load_config(text)
+    if parse_count(text) is not None or os.path.exists(text):
+        return load_model(text)  # a count or a config path: params.py reads those
     if HUB_ID.match(text.strip()):
         return from_hub_id(text.strip())
     raise UsageError(f"MODEL {text!r}: neither a parameter count (7B, 8.03e9), an existing config.json or "
