@@ -98,6 +98,6 @@ def test_a_cached_hyperscan_database_finds_what_a_fresh_one_does(cache: Path) ->
     keys = (b"CUDA out of memory", b"NCCL WARN ", b"Killed")
     data = b"step 1\nNCCL WARN x\ntorch.OutOfMemoryError: CUDA out of memory. Tried\nKilled\n"
     fresh = list(hyperscan_finder(keys)(data))  # type: ignore[misc]
-    assert list(cache.glob("hyperscan-*.db"))
+    assert list(cache.glob("hyperscan-*.pickle"))
     again = list(hyperscan_finder(keys)(data))  # type: ignore[misc]
     assert fresh == again and [k for _s, _e, k in fresh] == [b"NCCL WARN ", b"CUDA out of memory", b"Killed"]

@@ -32,18 +32,10 @@ def cached(directory: str, names: Iterable[str], options: tuple[object, ...], bu
     """BUILD's result for the files NAMES of DIRECTORY, from the cache when their bytes are unchanged."""
     if os.environ.get("ENVCHECK_NO_CACHE"):
         return build()
-    key = _key(directory, names, options)
-    if key is None:  # a file cannot be read: the loader says why
+    material = _material(directory, names, options)
+    if material is None:  # a file cannot be read: the loader says why
         return build()
-    path = os.path.join(cache_dir(), f"{_PREFIX}{key}.pickle")
-    try:
-        with open(path, "rb") as handle:
-            return pickle.load(handle)  # noqa: S301 - written by this user's own envcheck, keyed by content
-    except Exception:  # noqa: BLE001 - absent, truncated or from another build: load from the files
-        pass
-    value = build()
-    _store(path, value)
-    return value
+    return memo(_PREFIX.rstrip("-"), material, build)
 
 
 def memo(kind: str, material: bytes, build: Callable[[], T]) -> T:
@@ -64,20 +56,18 @@ def memo(kind: str, material: bytes, build: Callable[[], T]) -> T:
     return value
 
 
-def _key(directory: str, names: Iterable[str], options: tuple[object, ...]) -> str | None:
-    from envcheck import __version__
-
-    digest = hashlib.sha256(repr((__version__, sys.version, os.path.abspath(directory), options)).encode())
+def _material(directory: str, names: Iterable[str], options: tuple[object, ...]) -> bytes | None:
+    """What a load depends on: the directory, the options, its .toml names and every file read (None: unreadable)."""
+    parts = [repr((os.path.abspath(directory), options)).encode()]
     try:
-        digest.update(repr(sorted(n for n in os.listdir(directory) if n.endswith(".toml"))).encode())
+        parts.append(repr(sorted(n for n in os.listdir(directory) if n.endswith(".toml"))).encode())
         for name in names:
             with open(os.path.join(directory, name), "rb") as handle:
                 content = handle.read()
-            digest.update(f"\0{name}\0{len(content)}\0".encode())
-            digest.update(content)
+            parts += [f"\0{name}\0{len(content)}\0".encode(), content]
     except OSError:
         return None
-    return digest.hexdigest()[:32]
+    return b"".join(parts)
 
 
 def _store(path: str, value: object, prefix: str = _PREFIX) -> None:
@@ -88,7 +78,7 @@ def _store(path: str, value: object, prefix: str = _PREFIX) -> None:
                       if n.startswith(prefix) and n.endswith(".pickle"))
         for _mtime, old in mine[:-8]:  # a few entries per kind are enough: drop the oldest
             os.unlink(os.path.join(folder, old))
-        handle, temporary = tempfile.mkstemp(prefix=".matrix-", dir=folder)
+        handle, temporary = tempfile.mkstemp(prefix=f".{prefix}", dir=folder)
         with os.fdopen(handle, "wb") as out:
             pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(temporary, path)
