@@ -28,6 +28,16 @@ _TAIL = ("[2025-02-09 07:12:21,000] [ERROR] [launch.py:321:sigkill_handler] ['py
          "'--local_rank=0'] exits with return code = -9\n")
 
 
+def _write_repeated(path: str, block: bytes, size_mb: int) -> None:
+    """BLOCK repeated to SIZE_MB, then the launcher's -9 line: the failure at the end of every shape."""
+    with open(path, "wb") as handle:
+        written = 0
+        while written < size_mb << 20:
+            handle.write(block)
+            written += len(block)
+        handle.write(_TAIL.encode())
+
+
 def make_log(path: str, size_mb: int) -> None:
     rng = random.Random(1)
     lines = []
@@ -39,13 +49,7 @@ def make_log(path: str, size_mb: int) -> None:
         lines.append(f"[2025-02-09 07:05:39,123] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0\n")
         lines.append(f"[rank3]:[W209 07:05:39.{i:09d} ProcessGroupNCCL.cpp:4115] Warning: "
                      "TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect for point-to-point collectives.\n")
-    block = "".join(lines).encode()
-    with open(path, "wb") as handle:
-        written = 0
-        while written < size_mb << 20:
-            handle.write(block)
-            written += len(block)
-        handle.write(_TAIL.encode())
+    _write_repeated(path, "".join(lines).encode(), size_mb)
 
 
 def make_shape(path: str, size_mb: int, shape: str) -> None:
@@ -70,13 +74,7 @@ def make_shape(path: str, size_mb: int, shape: str) -> None:
         else:
             lines.append("Traceback (most recent call last):\n")
             lines.append(f'  File "train.py", line {i}, in <module>\n')
-    block = "".join(lines).encode()
-    with open(path, "wb") as handle:
-        written = 0
-        while written < size_mb << 20:
-            handle.write(block)
-            written += len(block)
-        handle.write(_TAIL.encode())
+    _write_repeated(path, "".join(lines).encode(), size_mb)
 
 
 _WRAP = ("import resource, subprocess, sys, time\nt = time.perf_counter()\n"
