@@ -20,9 +20,11 @@ NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8))
 _FAILED = re.compile(r"^\W{0,3}FAILED: (?P<target>\S+)")
 _EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")
 # Compiler errors (gcc/clang "f.cu:16:3: error:", nvcc/MSVC "f.cu(16): error", "error C2398") in a DeepSpeed source
-# tree: a path with "deepspeed", or one of the csrc/ folders only DeepSpeed has (DeepSpeed csrc/).
-_DS_TREE = r"(?:(?i:deepspeed)|csrc[/\\](?:adam|aio|lamb|lion|includes|transformer|quantization|sparse_attention|" \
-           r"random_ltd|spatial|fp_quantizer|deepspeed4science|gds|cpu)[/\\])"
+# tree: a path with "deepspeed", or one of the csrc/ folders only DeepSpeed has (DeepSpeed csrc/; for a compiler
+# error also includes/, spatial/ and cpu/; -Icsrc/includes marks a build in _DS_CONTEXT).
+_DS_FOLDERS = ("adam", "aio", "lamb", "lion", "transformer", "quantization", "sparse_attention", "random_ltd",
+               "fp_quantizer", "deepspeed4science", "gds")
+_DS_TREE = r"(?:(?i:deepspeed)|csrc[/\\](?:" + "|".join((*_DS_FOLDERS, "includes", "spatial", "cpu")) + r")[/\\])"
 _CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
 # torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...".
 _BUILDING = re.compile(r"Building extension module (?P<op>\w+)")
@@ -50,8 +52,7 @@ _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit 
                              r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
 _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops"
-                         r"|\bcsrc[/\\](?:adam|aio|lamb|lion|transformer|quantization|sparse_attention|random_ltd|"
-                         r"fp_quantizer|deepspeed4science|gds)[/\\]"
+                         r"|\bcsrc[/\\](?:" + "|".join(_DS_FOLDERS) + r")[/\\]"
                          # setuptools' "building 'deepspeed.ops.adam.cpu_adam_op' extension"; pip building deepspeed
                          r"|building 'deepspeed\.|(?:Building wheel|Running setup\.py install) for deepspeed\b")
 # NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
@@ -89,7 +90,8 @@ def events(lines: list[Line]) -> list[Event]:
             compile_error.file, compile_error.number, compile_error.text, "DeepSpeed csrc/ (compiler output)",
             f"{src.group('a')}_{src.group('b')}" if src else (ds_ops[0] if ds_ops else "")))
     failed_command = next((line for line in lines if _COMMAND_FAILED.search(line.text)), None)
-    deepspeed = bool(ds_ops) or any(_DS_CONTEXT.search(x.text) for x in lines)
+    ds_context = any(_DS_CONTEXT.search(x.text) for x in lines)
+    deepspeed = bool(ds_ops) or ds_context
     stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if deepspeed else None
     if compile_error is None and failed_command is None and stopped is not None:
         op = ds_ops[0] if ds_ops else ""
@@ -103,7 +105,7 @@ def events(lines: list[Line]) -> list[Event]:
             "CUDA matching torch.version.cuda), or avoid the op (another optimizer, DS_BUILD_<OP>=0).",
             stopped.file, stopped.number, stopped.text,
             "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", op))
-    if compile_error is None and failed_command is not None and any(_DS_CONTEXT.search(x.text) for x in lines):
+    if compile_error is None and failed_command is not None and ds_context:
         src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
         found.append(Event(
             "compiler", "deepspeed_build_failure", 0.65, "Building a DeepSpeed op failed (the compiler exited)",
