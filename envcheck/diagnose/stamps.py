@@ -92,11 +92,11 @@ class LogStamps:
                 if self.first is not None:
                     return
 
-    def tail(self, data: bytes, window: int = 64 * 1024) -> None:
-        """The last stamp of DATA: its last WINDOW bytes first, the whole block only for a log known to be stamped
-        (an unstamped log costs one short search per block)."""
-        start = max(0, len(data) - window)
-        found = self._last_in(data, start, TAIL_LINES)
+    def tail(self, data: bytes) -> None:
+        """The last stamp of DATA, the end of a block (the scan passes its last STAMP_WINDOW bytes): its last
+        TAIL_LINES lines, and all of it only for a log known to be stamped (an unstamped log costs a few hundred
+        short searches per block)."""
+        found = self._last_in(data, 0, TAIL_LINES)
         if found is None and self.seen:
             found = self._last_in(data, 0)
         if found is not None:
