@@ -153,6 +153,8 @@ class _Scanner:
             return
         pattern = self.m._compiled(set(self.common))
         skip = tuple(a for a in self.m.anchors if a not in self.common)
+        inline = tuple(a for a in self.common if not a.endswith(b"\n"))
+        at_eol = tuple(a for a in self.common if a.endswith(b"\n"))
         data, last_start = self.tail, -1
         for found in pattern.finditer(data):
             start = data.rfind(b"\n", 0, found.start()) + 1
@@ -163,7 +165,7 @@ class _Scanner:
             end = data.find(b"\n", max(found.start(), found.end() - 1))
             line = data[start:len(data) if end < 0 else end]
             if number > self.head_lines and not any(a in line for a in skip):
-                present = [a for a in self.common if a in line or (a[-1:] == b"\n" and a in data[start:end + 1])]
+                present = _held(data, start, end, line, inline, at_eol)
                 if not self.m.structure.isdisjoint(present):
                     self._note(data, end if end >= 0 else len(data), number, line)
                 self._rules(present, number, line)
@@ -202,10 +204,7 @@ class _Scanner:
         if keys[0] is not None:
             present = list(dict.fromkeys(keys))  # type: ignore[arg-type]
         else:
-            present = [a for a in m.inline if a in line]
-            if m.at_eol:  # anchors that end in the line's newline (NCCL's ' -> 2\n')
-                whole = data[start:end + 1]
-                present += [a for a in m.at_eol if a in whole]
+            present = _held(data, start, end, line, m.inline, m.at_eol)
         if TRACEBACK in line:
             if not dense:
                 self._traceback(data, start, end, number, hi)
@@ -289,6 +288,16 @@ class _Scanner:
                     self.tally.exception(self.name, line + offset, candidate)
                     exception_at = offset
         self.tally.block(kept, len(prefix.decode("utf-8", errors="replace")))
+
+
+def _held(data: bytes, start: int, end: int, line: bytes, inline: tuple[bytes, ...],
+          at_eol: tuple[bytes, ...]) -> list[bytes]:
+    """The anchors LINE (DATA[START:END]) holds; AT_EOL ones end in the line's own newline (NCCL's ' -> 2\\n')."""
+    present = [a for a in inline if a in line]
+    if at_eol:
+        whole = data[start:end + 1]
+        present += [a for a in at_eol if a in whole]
+    return present
 
 
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
