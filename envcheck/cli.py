@@ -62,19 +62,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 # Commands that live in their own package keep their CLI layer beside them: a module with
 # `NAME`, `add_parser(subparsers)` (cheap: argparse only) and `run(args) -> int` (imports the heavy parts).
-PLUGIN_COMMANDS: tuple[str, ...] = (
-    "envcheck.probes.cli", "envcheck.doctor.cli", "envcheck.diagnose.cli", "envcheck.plan.cli", "envcheck.resolve.cli", "envcheck.resolve.env_cli",
-    "envcheck.ckpt.cli", "envcheck.guard.cli", "envcheck.guard.alerts_cli", "envcheck.fleet.cli",
-)
-
-
-# command -> its CLI module (each module's NAME), so that one command's parser is built without the others
+# command (each module's NAME) -> its CLI module, in help order, so that one command's parser is built alone.
 PLUGIN_NAMES: dict[str, str] = {
     "probe": "envcheck.probes.cli", "doctor": "envcheck.doctor.cli", "diagnose": "envcheck.diagnose.cli",
     "plan": "envcheck.plan.cli", "resolve": "envcheck.resolve.cli", "env": "envcheck.resolve.env_cli",
     "ckpt": "envcheck.ckpt.cli", "guard": "envcheck.guard.cli", "alerts": "envcheck.guard.alerts_cli",
     "fleet": "envcheck.fleet.cli",
 }
+PLUGIN_COMMANDS: tuple[str, ...] = tuple(PLUGIN_NAMES.values())
 
 
 def _plugin_modules() -> list:  # type: ignore[type-arg]
