@@ -43,7 +43,7 @@ CASES = [
     ("c129", "shm_too_small", None),  # ENOSPC writing </torch_739_...>: torch's shm file, not the disk
     ("c130", "shm_too_small", None),  # unable to write to file </torch_18693_...> (THAllocator)
     ("c105", "deepspeed_build_failure", "transformer_inference"),  # nvcc error in csrc/transformer/inference, Windows
-    ("c137", "deepspeed_build_failure", None),  # error: command 'x86_64-linux-gnu-gcc' failed, -Icsrc/includes
+    ("c137", "deepspeed_build_failure", "cpu_adam"),  # command 'x86_64-linux-gnu-gcc' failed; ...=cpu_adam_op
     ("c154", "gpu_xid", None),  # CUDA_ERROR_ECC_UNCORRECTABLE
     ("c164", "gpu_xid", None),  # nvidia-smi: Unable to determine the device handle for GPU...: Unknown Error
     ("c229", "host_oom", None),  # "Killed" printed right after a tqdm bar
@@ -56,7 +56,7 @@ CASES = [
     ("c268", "deepspeed_build_failure", "transformer_inference"),  # MSVC error C2398 in csrc/transformer/inference
     ("c270", "deepspeed_build_failure", "cpu_adam"),  # JIT "Building extension module cpu_adam", _run_ninja_build
     ("c271", "deepspeed_build_failure", "fused_adam"),  # nvcc fatal: Value 'c++17' is not defined for option 'std'
-    ("c272", "deepspeed_build_failure", None),  # csrc/lamb/...: fatal error: type_shim.h: No such file or directory
+    ("c272", "deepspeed_build_failure", "fused_lamb"),  # csrc/lamb/fused_lamb_cuda_kernel.cu: fatal error: type_shim.h
     ("c291", "nccl_error", "nccl"),  # nccl-tests: Test NCCL failure common.cu:959 'internal error ...'
     ("c319", "missing_cuda_library", "cudnn_ops_infer64_8.dll"),  # cuDNN: Could not load library ... Error code 126
     ("c321", "missing_cuda_library", "libcuda"),  # Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so
@@ -67,6 +67,10 @@ CASES = [
     ("c368", "nccl_error", "nccl"),  # Failed to bind NVLink SHARP (NVLS) Multicast memory (Fabric Manager)
     ("c425", "cuda_arch_unsupported", None),  # Triton's ptxas: Value 'sm_121a' is not defined for option 'gpu-name'
     ("c431", "host_oom", None),  # torch.multiprocessing.spawn: process 0 terminated with signal SIGKILL
+    # the library named (fifth session)
+    ("c102", "version_conflict", "xformers"),  # pip: xformers 0.0.20.dev526 requires torch==2.0.0, but you have ...
+    ("c203", "cuda_arch_unsupported", "vllm"),  # Building wheel for vllm (pyproject.toml) ... error; nvcc fatal
+    ("c430", "cuda_toolkit_mismatch", "detectron2"),  # pip: Encountered error while trying to install ╰─> detectron2
 ]
 
 
@@ -192,6 +196,9 @@ PRINTED = [
     ("ImportError: /root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so: cannot open shared object file: "
      "No such file or directory", "deepspeed_build_failure"),
     ("      × Building wheel for deepspeed (setup.py) did not run successfully.", "deepspeed_build_failure"),
+    # pip < 20.3's conflict line (pip _internal/commands/install.py)
+    ("ERROR: k8s 0.11.0 has requirement requests==2.13.0, but you'll have requests 2.22.0 which is incompatible.",
+     "version_conflict"),
     ("RuntimeError: Unable to JIT load the async_io op due to it not being compatible due to hardware/software "
      "issue. async_io requires the dev libaio .so object and headers but these were not found.",
      "deepspeed_build_failure"),

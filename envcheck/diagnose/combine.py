@@ -16,6 +16,7 @@ from envcheck.checks.model import Finding
 from envcheck.diagnose.exitcodes import PRIORS, ExitInfo
 from envcheck.diagnose.kernel import KernelEvents
 from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanResult
+from envcheck.diagnose.structure.installer import BUILT
 from envcheck.diagnose.structure.model import Event
 from envcheck.diagnose.symbols import describe_line, library_of
 from envcheck.diagnose.window import run_like
@@ -24,6 +25,8 @@ if TYPE_CHECKING:  # the core-dump reader (gdb, struct) is imported only when a 
     from envcheck.diagnose.core import CoreReport
 
 MAX_CONFIDENCE = 0.99
+# Causes that stop a source build without naming what was built (nvcc's architecture, torch's CUDA version check).
+BUILD_CAUSES = ("cuda_arch_unsupported", "cuda_toolkit_mismatch")
 EVIDENCE_PER_SIGNATURE = 2
 
 
@@ -86,7 +89,8 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
                 or _named_library(sig.pattern, found.hits[0].text) or sig.library)  # type: ignore[attr-defined]
         d.first = min(d.first, found.hits[0].line)
 
-    _structure_evidence(events, draft, drafts, context)
+    hints = [e for e in events if e.kind == BUILT]
+    _structure_evidence(tuple(e for e in events if e.kind != BUILT), draft, drafts, context)
 
     if exit_info and exit_info.signal in PRIORS:
         prior = PRIORS[exit_info.signal]
@@ -108,6 +112,9 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
                            (f"gdb --batch -ex bt {core.executable or '<executable>'} {core.path}",)))
 
     _link_findings(drafts, findings)
+    for cause in BUILD_CAUSES:  # nvcc or the CUDA check stopped a build: the package pip was building is to blame
+        if cause in drafts and drafts[cause].library is None and hints:
+            drafts[cause].blame(hints[0].line, hints[0].library)
     causes = [_freeze(d) for d in drafts.values() if d.strength]
     order = {d.cause: d.first for d in drafts.values()}
     causes.sort(key=lambda c: (-c.confidence, order.get(c.cause, 1 << 62), c.cause))

@@ -46,6 +46,9 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu
                       # a compiler's own error line: file:line[:col]: error (gcc, clang) or file(line): error (nvcc, MSVC)
                       r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
+# A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
+# op's NAME).
+_DS_FILE = re.compile(r"csrc[/\\]\w+[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|cpp|cc|h)\b")
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
 _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit (?:code|status) -?\d+"
@@ -78,7 +81,8 @@ def events(lines: list[Line]) -> list[Event]:
             nccl_trace.number, nccl_trace.text, "NCCL src/include/checks.h (NCCLCHECK's INFO trace)", "nccl",
             ("export NCCL_DEBUG=INFO",)))
     ds_ops = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
-    ds_ops += [n for n in names if n in DS_OPS]
+    ds_ops += [op for op in (_op_name(n) for n in names) if op]
+    ds_ops += [op for op in (_file_op(x.text) for x in lines) if op]
     compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
     if compile_error is not None:
         src = _DS_SRC.search(compile_error.text)
@@ -115,7 +119,7 @@ def events(lines: list[Line]) -> list[Event]:
             "DS_BUILD_OPS and let it JIT-build), or build with a gcc and CUDA toolkit the DeepSpeed release supports.",
             failed_command.file, failed_command.number, failed_command.text,
             "setuptools/distutils (error: command ... failed with exit status); DeepSpeed setup.py and op_builder/",
-            f"{src.group('a')}_{src.group('b')}" if src else (names[0] if names else "")))
+            f"{src.group('a')}_{src.group('b')}" if src else (ds_ops[0] if ds_ops else names[0] if names else "")))
     for line in lines:
         failed = _FAILED.search(line.text)
         if failed and (names or ".cuda.o" in failed.group("target") or ".so" in failed.group("target")):
@@ -126,7 +130,7 @@ def events(lines: list[Line]) -> list[Event]:
                 "Read the first compiler error before FAILED; install the CUDA toolkit matching torch.version.cuda "
                 "and a supported gcc, or install the prebuilt op (DS_BUILD_OPS=0 for JIT).",
                 line.file, line.number, line.text, "ninja (FAILED: target); torch/utils/cpp_extension.py",
-                names[0] if names else "", symptom=False))
+                ds_ops[0] if ds_ops else names[0] if names else "", symptom=False))
             continue
         ld = _LD.search(line.text)
         if ld:
@@ -154,3 +158,20 @@ def events(lines: list[Line]) -> list[Event]:
                 line.file, line.number, line.text, "CUDA toolkit nvcc: \"Unsupported gpu architecture\"", "",
                 ("nvcc --version", "nvcc --list-gpu-arch")))
     return found
+
+
+def _op_name(extension: str) -> str:
+    """DeepSpeed's op for a TORCH_EXTENSION_NAME: cpu_adam, or cpu_adam_op (setup.py's pre-build name)."""
+    for name in (extension, extension.removesuffix("_op")):
+        if name in DS_OPS:
+            return name
+    return ""
+
+
+def _file_op(text: str) -> str:
+    """The op whose sources a line names (csrc/lamb/fused_lamb_cuda_kernel.cu -> fused_lamb), the longest match."""
+    found = _DS_FILE.search(text)
+    if not found:
+        return ""
+    stem = found.group("stem")
+    return max((op for op in DS_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")

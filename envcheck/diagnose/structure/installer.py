@@ -7,14 +7,18 @@ import re
 
 from envcheck.diagnose.structure.model import Event, Line
 
-ANCHORS = (b"conflicting dependencies", b"dependency resolver", b"is required for a normal functioning",
+ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have ", b", but you'll have ", b"is required for a normal functioning",
            b"+cpu", b"space left on device", b"Errno 28", b"encountered in worker", b"win_amd64.whl",
-           b"torch.version.cuda")
-WITH_NEXT = (b"torch.version.cuda",)  # the scan keeps the line after it: the answer
+           b"torch.version.cuda", b"Building wheel for ", b"Failed building wheel for ", b"Running setup.py install for ",
+           b"Could not build wheels for ", b"Failed to build ", b"error while trying to install package")
+# the scan keeps the line after it: the answer (None), the package pip names
+WITH_NEXT = (b"torch.version.cuda", b"error while trying to install package")
 # pip src/pip/_internal/resolution/resolvelib/factory.py and req/req_install.py (the resolver's messages).
 _PIP = re.compile(r"ERROR: Cannot install (?P<what>.+?) because these package versions have conflicting|"
                   r"ERROR: pip's dependency resolver does not currently take into account.*|"
-                  r"^(?P<pkg>[\w.-]+) [\w.+-]+ requires (?P<req>[\w.-]+)[^,]*, but you have")
+                  # install.py _warn_about_conflicts, a line per package; pip < 20.3: "ERROR: k8s 0.11.0 has
+                  # requirement requests==2.13.0, but you'll have requests 2.22.0 which is incompatible."
+                  r"^(?:ERROR: )?(?P<pkg>[\w.-]+) [\w.+-]+ (?:requires|has requirement) (?P<req>[\w.-]+)[^,]*, but you(?:'ll)? have")
 # transformers/utils/versions.py _compare_versions: "{req} is required for a normal functioning of this module,
 # but found {pkg}=={got}".
 _REQUIRE = re.compile(r"(?P<req>[\w.-]+)[<>=!~]=?[\w.*]+ is required for a normal functioning of this module, "
@@ -31,8 +35,37 @@ _WIN_WHEEL = re.compile(r"(?:Downloading|Using cached|Collecting|Processing)\b.*
 _VERSION_CUDA = re.compile(r"torch\.version\.cuda\b")
 
 
+# The package pip was building when it failed (pip _internal/wheel_builder.py "Building wheel for %s (%s)" and
+# "Failed building wheel for %s"; req/req_install.py "Running setup.py install for %s"; commands/install.py "Could not
+# build wheels for %s" / "Failed to build installable wheels for some pyproject.toml based projects (%s)";
+# exceptions.py's "Encountered error while trying to install package." with "╰─> <name>" on the next line).
+_BUILDING = re.compile(r"Building wheel for (?P<a>[\w.-]+) \(.*\) \.\.\. error|Failed building wheel for (?P<b>[\w.-]+)"
+                       r"|Running setup\.py install for (?P<c>[\w.-]+) \.\.\. error|Could not build wheels for (?P<d>[\w.-]+)"
+                       r"|Failed to build (?:installable wheels for some pyproject\.toml based projects \()?(?P<e>[\w.-]+)")
+_INSTALL_FAILED = "error while trying to install package"
+_ARROW = re.compile(r"^\W*(?:╰─>|\+->|`->)\s*(?P<pkg>[\w.-]+)\s*$")
+BUILT = "built_package"  # an Event of this kind names the package whose build failed; it is no cause itself
+
+
+def built_package(lines: list[Line]) -> Event | None:
+    """The first package pip says it failed to build or install, as a hint for a build cause that names none."""
+    for at, line in enumerate(lines):
+        found = _BUILDING.search(line.text)
+        name = next((g for g in found.groups() if g), "") if found else ""
+        if not name and _INSTALL_FAILED in line.text and at + 1 < len(lines):
+            arrow = _ARROW.match(lines[at + 1].text)
+            name = arrow.group("pkg") if arrow and lines[at + 1].number == line.number + 1 else ""
+        if name:
+            return Event(BUILT, "", 0.0, f"pip failed to build {name}", "", "", line.file, line.number, line.text,
+                         "pip (wheel_builder, req_install, exceptions)", name.lower())
+    return None
+
+
 def events(lines: list[Line]) -> list[Event]:
     found = []
+    package = built_package(lines)
+    if package is not None:
+        found.append(package)
     for at, line in enumerate(lines):
         text = line.text
         req = _REQUIRE.search(text)
