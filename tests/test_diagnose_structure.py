@@ -286,3 +286,18 @@ def test_a_pip_prebuild_of_deepspeed_ops_that_fails_to_compile(tmp_path: Path, c
     other.write_text("  Building wheel for flash-attn (setup.py): started\n"
                      "  RuntimeError: Error compiling objects for extension\n", encoding="utf-8")
     assert primary(capsys, other)["cause"] != "deepspeed_build_failure"
+
+
+@pytest.mark.parametrize("text,package", [
+    ("  Building wheel for vllm (pyproject.toml) ... error", "vllm"),
+    ("  ERROR: Failed building wheel for flash-attn", "flash-attn"),
+    ("ERROR: Failed to build installable wheels for some pyproject.toml based projects (mmcv)", "mmcv"),
+    ("Failed to build flash-attn", "flash-attn"),
+    ("Failed to build the model: missing config.json", None),  # prose, not pip's line
+    ("  Building wheel for vllm (pyproject.toml): started", None),  # not failed (yet)
+])
+def test_the_package_pip_failed_to_build(text: str, package: str | None) -> None:
+    from envcheck.diagnose.structure.installer import built_package
+    from envcheck.diagnose.structure.model import Line
+    found = built_package([Line("run.log", 1, text)])
+    assert (found.library if found else None) == package

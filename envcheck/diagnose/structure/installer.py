@@ -7,10 +7,11 @@ import re
 
 from envcheck.diagnose.structure.model import Event, Line
 
-ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have ", b", but you'll have ", b"is required for a normal functioning",
-           b"+cpu", b"space left on device", b"Errno 28", b"encountered in worker", b"win_amd64.whl",
-           b"torch.version.cuda", b"Building wheel for ", b"Failed building wheel for ", b"Running setup.py install for ",
-           b"Could not build wheels for ", b"Failed to build ", b"error while trying to install package")
+ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have ", b", but you'll have ",
+           b"is required for a normal functioning", b"+cpu", b"space left on device", b"Errno 28",
+           b"encountered in worker", b"win_amd64.whl", b"torch.version.cuda", b"Building wheel for ",
+           b"Failed building wheel for ", b"Running setup.py install for ", b"Could not build wheels for ",
+           b"Failed to build ", b"error while trying to install package")
 # the scan keeps the line after it: the answer (None), the package pip names
 WITH_NEXT = (b"torch.version.cuda", b"error while trying to install package")
 # pip src/pip/_internal/resolution/resolvelib/factory.py and req/req_install.py (the resolver's messages).
@@ -18,7 +19,8 @@ _PIP = re.compile(r"ERROR: Cannot install (?P<what>.+?) because these package ve
                   r"ERROR: pip's dependency resolver does not currently take into account.*|"
                   # install.py _warn_about_conflicts, a line per package; pip < 20.3: "ERROR: k8s 0.11.0 has
                   # requirement requests==2.13.0, but you'll have requests 2.22.0 which is incompatible."
-                  r"^(?:ERROR: )?(?P<pkg>[\w.-]+) [\w.+-]+ (?:requires|has requirement) (?P<req>[\w.-]+)[^,]*, but you(?:'ll)? have")
+                  r"^(?:ERROR: )?(?P<pkg>[\w.-]+) [\w.+-]+ (?:requires|has requirement) (?P<req>[\w.-]+)[^,]*, "
+                  r"but you(?:'ll)? have")
 # transformers/utils/versions.py _compare_versions: "{req} is required for a normal functioning of this module,
 # but found {pkg}=={got}".
 _REQUIRE = re.compile(r"(?P<req>[\w.-]+)[<>=!~]=?[\w.*]+ is required for a normal functioning of this module, "
@@ -39,9 +41,12 @@ _VERSION_CUDA = re.compile(r"torch\.version\.cuda\b")
 # "Failed building wheel for %s"; req/req_install.py "Running setup.py install for %s"; commands/install.py "Could not
 # build wheels for %s" / "Failed to build installable wheels for some pyproject.toml based projects (%s)";
 # exceptions.py's "Encountered error while trying to install package." with "╰─> <name>" on the next line).
-_BUILDING = re.compile(r"Building wheel for (?P<a>[\w.-]+) \(.*\) \.\.\. error|Failed building wheel for (?P<b>[\w.-]+)"
-                       r"|Running setup\.py install for (?P<c>[\w.-]+) \.\.\. error|Could not build wheels for (?P<d>[\w.-]+)"
-                       r"|Failed to build (?:installable wheels for some pyproject\.toml based projects \()?(?P<e>[\w.-]+)")
+_BUILDING = re.compile(r"Building wheel for (?P<a>[\w.-]+) \(.*\) \.\.\. error"
+                       r"|Failed building wheel for (?P<b>[\w.-]+)"
+                       r"|Running setup\.py install for (?P<c>[\w.-]+) \.\.\. error"
+                       r"|Could not build wheels for (?P<d>[\w.-]+)"
+                       r"|^\W*(?:ERROR: )?Failed to build (?:installable wheels for some pyproject\.toml based "
+                       r"projects \()?(?P<e>[\w.-]+)\)?\s*$")
 _INSTALL_FAILED = "error while trying to install package"
 _ARROW = re.compile(r"^\W*(?:╰─>|\+->|`->)\s*(?P<pkg>[\w.-]+)\s*$")
 BUILT = "built_package"  # an Event of this kind names the package whose build failed; it is no cause itself
