@@ -71,6 +71,11 @@ CASES = [
     ("c102", "version_conflict", "xformers"),  # pip: xformers 0.0.20.dev526 requires torch==2.0.0, but you have ...
     ("c203", "cuda_arch_unsupported", "vllm"),  # Building wheel for vllm (pyproject.toml) ... error; nvcc fatal
     ("c430", "cuda_toolkit_mismatch", "detectron2"),  # pip: Encountered error while trying to install ╰─> detectron2
+    # fifth round (332 logs; dev half only)
+    ("c498", "nccl_error", "nccl"),  # include/socket.h:344 WARN Socket creation failed : Address family not supported
+    ("c570", "driver_too_old", None),  # torch's cudaGetDeviceCount warning: Error 803
+    ("c611", "shm_too_small", None),  # unable to write to file </torch_ (the paste ends there)
+    ("c612", "shm_too_small", "ray"),  # Ray: the configured object store size exceeds the capacity of /dev/shm
 ]
 
 
@@ -196,6 +201,13 @@ PRINTED = [
     ("ImportError: /root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so: cannot open shared object file: "
      "No such file or directory", "deepspeed_build_failure"),
     ("      × Building wheel for deepspeed (setup.py) did not run successfully.", "deepspeed_build_failure"),
+    ("gpu7:2213:2290 [0] misc/socket.cc:484 NCCL WARN ncclSocketInit: Socket creation failed : Address family not "
+     "supported by protocol", "nccl_error"),
+    ("pycuda._driver.LogicError: cuInit failed: system has unsupported display driver / cuda driver combination",
+     "driver_too_old"),
+    ("ValueError: The configured object store size (15.032385536 GB) exceeds /dev/shm size (4.500000768 GB). This "
+     "will harm performance. Consider deleting files in /dev/shm or increasing its size with --shm-size in Docker.",
+     "shm_too_small"),
     # pip < 20.3's conflict line (pip _internal/commands/install.py)
     ("ERROR: k8s 0.11.0 has requirement requests==2.13.0, but you'll have requests 2.22.0 which is incompatible.",
      "version_conflict"),
