@@ -313,3 +313,11 @@ def test_the_package_pip_failed_to_build(text: str, package: str | None) -> None
     from envcheck.diagnose.structure.model import Line
     found = built_package([Line("run.log", 1, text)])
     assert (found.library if found else None) == package
+
+
+def test_torch_names_the_extension_it_failed_to_build(tmp_path: Path, capsys) -> None:
+    """torch/utils/cpp_extension.py: "Error building extension '{name}'"; the name is the op to blame."""
+    log = tmp_path / "run.log"
+    log.write_text("step 1\nRuntimeError: Error building extension 'fused_adam'\n", encoding="utf-8")
+    first = primary(capsys, log)
+    assert (first["cause"], first["library"]) == ("deepspeed_build_failure", "fused_adam")
