@@ -208,6 +208,11 @@ PRINTED = [
     ("ValueError: The configured object store size (15.032385536 GB) exceeds /dev/shm size (4.500000768 GB). This "
      "will harm performance. Consider deleting files in /dev/shm or increasing its size with --shm-size in Docker.",
      "shm_too_small"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "driver_too_old"),
+    ("[   27.950245] NVRM: API mismatch: the client has the version 415.27, but", "driver_too_old"),
+    ("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown",
+     "driver_too_old"),
+    ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "driver_too_old"),
     # pip < 20.3's conflict line (pip _internal/commands/install.py)
     ("ERROR: k8s 0.11.0 has requirement requests==2.13.0, but you'll have requests 2.22.0 which is incompatible.",
      "version_conflict"),
