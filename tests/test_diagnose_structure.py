@@ -76,6 +76,7 @@ CASES = [
     ("c570", "driver_too_old", None),  # torch's cudaGetDeviceCount warning: Error 803
     ("c611", "shm_too_small", None),  # unable to write to file </torch_ (the paste ends there)
     ("c612", "shm_too_small", "ray"),  # Ray: the configured object store size exceeds the capacity of /dev/shm
+    ("c542", "segfault_other", "torch"),  # gdb: #0 ... in at::cuda::getCurrentCUDABlasHandle() () from .../torch/lib
 ]
 
 

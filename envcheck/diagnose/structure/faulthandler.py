@@ -7,13 +7,17 @@ import re
 
 from envcheck.diagnose.structure.model import Event, Line
 
-ANCHORS = (b"Fatal Python error", b"most recent call first", b"Extension modules:", b"Segmentation fault")
+ANCHORS = (b"Fatal Python error", b"most recent call first", b"Extension modules:", b"Segmentation fault",
+           b"   from /", b") from /")
 WITH_NEXT = (b"most recent call first",)  # the frame after the header is the top of the stack: the scan keeps it
 _BARE = re.compile(r"Segmentation fault")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus error|Aborted|Floating point exception|"
                     r"Illegal instruction)")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+ in (?P<func>\S+)')
 _PKG = re.compile(r"(?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_]\w*)")
+# gdb's backtrace: "#0  0x00007f... in func () from /path/lib.so", the "from" part wrapped to the next line
+_GDB_FROM = re.compile(r"(?:^\s+|\) )from (?P<path>/\S+\.so(?:\.[\d.]+)?)\s*$")
+_SO = re.compile(r"(?:^|/)(?P<name>[^/]+?)(?:\.cpython-[^/]*|\.abi3)?\.so(?:\.[\d.]+)?$")
 _EXTENSIONS = re.compile(r"Extension modules: (?P<mods>.*?)(?: \(total: \d+\))?$")
 # Packages whose compiled extension is built against one torch/CUDA ABI: a crash in them is usually that mismatch.
 COMPILED = ("flash_attn", "xformers", "bitsandbytes", "deepspeed", "apex", "vllm", "mamba_ssm", "causal_conv1d",
@@ -24,11 +28,13 @@ def events(lines: list[Line]) -> list[Event]:
     found: list[Event] = []
     if not any(_FATAL.search(line.text) for line in lines):
         bare = next((line for line in lines if _BARE.search(line.text)), None)
-        if bare is not None:  # a shell's or the user's report of SIGSEGV, with nothing to name the library
+        if bare is not None:  # a shell's or the user's report of SIGSEGV; a gdb backtrace may name the library
+            where = _gdb_top(lines)
             found.append(Event("segfault", "segfault_other", 0.55, "Segmentation fault",
-                               "The process died of SIGSEGV in native code; the log names no library.",
+                               f"The process died of SIGSEGV in native code ({where}, gdb's top frame)." if where
+                               else "The process died of SIGSEGV in native code; the log names no library.",
                                "Re-run with python -X faulthandler (or take a core and run gdb's bt) to see which "
-                               "library crashed.", bare.file, bare.number, bare.text, "signal(7): SIGSEGV"))
+                               "library crashed.", bare.file, bare.number, bare.text, "signal(7): SIGSEGV", where))
         return found
     for i, line in enumerate(lines):
         fatal = _FATAL.search(line.text)
@@ -58,3 +64,15 @@ def events(lines: list[Line]) -> list[Event]:
             line.file, line.number, line.text, "CPython Python/faulthandler.c (Fatal Python error, Extension modules)",
             library))
     return found
+
+
+def _gdb_top(lines: list[Line]) -> str:
+    """The package (site-packages/<pkg>/...) or library of gdb's first "from /path/lib.so" frame, or ""."""
+    for line in lines:
+        found = _GDB_FROM.search(line.text)
+        if found:
+            path = found.group("path")
+            pkg = _PKG.search(path)
+            so = _SO.search(path)
+            return pkg.group("pkg") if pkg else so.group("name") if so else ""
+    return ""
