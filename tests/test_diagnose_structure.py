@@ -76,7 +76,9 @@ CASES = [
     ("c570", "driver_too_old", None),  # torch's cudaGetDeviceCount warning: Error 803
     ("c611", "shm_too_small", None),  # unable to write to file </torch_ (the paste ends there)
     ("c612", "shm_too_small", "ray"),  # Ray: the configured object store size exceeds the capacity of /dev/shm
-    ("c542", "segfault_other", "torch"),  # gdb: #0 ... in at::cuda::getCurrentCUDABlasHandle() () from .../torch/lib
+    ("c542", "segfault_other", "torch"),
+    ("c650", "deepspeed_build_failure", "deepspeed"),  # pip: Getting requirements to build wheel ... error (Windows)
+    ("c719", "nccl_error", "nccl"),  # Paddle: (External) Nccl error, unhandled cuda error  # gdb: #0 ... in at::cuda::getCurrentCUDABlasHandle() () from .../torch/lib
 ]
 
 
@@ -327,3 +329,15 @@ def test_torch_names_the_extension_it_failed_to_build(tmp_path: Path, capsys) ->
     log.write_text("step 1\nRuntimeError: Error building extension 'fused_adam'\n", encoding="utf-8")
     first = primary(capsys, log)
     assert (first["cause"], first["library"]) == ("deepspeed_build_failure", "fused_adam")
+
+
+def test_a_failed_pip_build_step_is_deepspeeds_only_when_pip_installs_deepspeed(tmp_path: Path, capsys) -> None:
+    step = ("  Getting requirements to build wheel ... error\n  error: subprocess-exited-with-error\n\n"
+            "  × Getting requirements to build wheel did not run successfully.\n")
+    ds = tmp_path / "ds.log"
+    ds.write_text("Collecting deepspeed==0.6.3\n  Downloading deepspeed-0.6.3.tar.gz (554 kB)\n" + step, encoding="utf-8")
+    assert primary(capsys, ds)["cause"] == "deepspeed_build_failure"
+    other = tmp_path / "flash.log"
+    other.write_text("Collecting deepspeed\n  Using cached deepspeed-0.16.0-py3-none-any.whl\nCollecting flash-attn\n"
+                     "  Downloading flash_attn-2.6.3.tar.gz (2.6 MB)\n" + step, encoding="utf-8")
+    assert primary(capsys, other)["cause"] != "deepspeed_build_failure"

@@ -12,7 +12,8 @@ ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"
            b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
            b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
-           b"Building wheel for deepspeed", b"Running setup.py install for deepspeed")
+           b"Building wheel for deepspeed", b"Running setup.py install for deepspeed", b"Collecting ",
+           b"Downloading ", b"Using cached ", b"Getting requirements to build wheel", b"Preparing metadata (")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -58,6 +59,12 @@ _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_
                          r"|\bcsrc[/\\](?:" + "|".join(_DS_FOLDERS) + r")[/\\]"
                          # setuptools' "building 'deepspeed.ops.adam.cpu_adam_op' extension"; pip building deepspeed
                          r"|building 'deepspeed\.|(?:Building wheel|Running setup\.py install) for deepspeed\b")
+# pip installing DeepSpeed from its source archive, and a build step of that install failing (pip's
+# operations/build: "Getting requirements to build wheel ... error", "Preparing metadata (setup.py) ... error", or
+# "× ... did not run successfully."): DeepSpeed's setup.py ran and stopped, before any compiler.
+_PIP_PACKAGE = re.compile(r"^\W*(?:Collecting|Downloading|Using cached) (?:\S*/)?(?P<pkg>[A-Za-z][\w.]*)")
+_PIP_STEP = re.compile(r"(?:Getting requirements to build wheel|Preparing metadata \([\w.]+\)) (?:\.\.\. error|did not run "
+                       r"successfully)")
 # NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
 _NCCL_TRACE = re.compile(r"NCCL INFO [\w/.]+\.(?:cc|h|cpp):\d+ -> (?P<code>[1-9])\b")
 # GNU ld (binutils ld/ldfile.c): "cannot find -lNAME"; lld: "unable to find library -lNAME".
@@ -120,6 +127,17 @@ def events(lines: list[Line]) -> list[Event]:
             failed_command.file, failed_command.number, failed_command.text,
             "setuptools/distutils (error: command ... failed with exit status); DeepSpeed setup.py and op_builder/",
             f"{src.group('a')}_{src.group('b')}" if src else (ds_ops[0] if ds_ops else names[0] if names else "")))
+    pip_step = next((x for x in lines if _PIP_STEP.search(x.text)), None)
+    if pip_step is not None and _pip_package_before(lines, pip_step).startswith("deepspeed"):
+        found.append(Event(
+            "pip_build", "deepspeed_build_failure", 0.6, "pip could not prepare DeepSpeed's build",
+            "pip ran DeepSpeed's setup.py to build it from source and it stopped before compiling: typically torch "
+            "is not importable in pip's isolated build environment (DeepSpeed's setup.py needs it to pre-build ops), "
+            "or the platform (Windows) needs DeepSpeed's own build script.",
+            "Install torch first and build without isolation (pip install --no-build-isolation deepspeed), or install "
+            "a DeepSpeed wheel for the platform; on Windows use DeepSpeed's build_win.bat or WSL.",
+            pip_step.file, pip_step.number, pip_step.text,
+            "pip operations/build (metadata and build-requirement hooks); DeepSpeed setup.py", "deepspeed"))
     for line in lines:
         failed = _FAILED.search(line.text)
         if failed and (names or ".cuda.o" in failed.group("target") or ".so" in failed.group("target")):
@@ -175,3 +193,15 @@ def _file_op(text: str) -> str:
         return ""
     stem = found.group("stem")
     return max((op for op in DS_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
+
+
+def _pip_package_before(lines: list[Line], step: Line) -> str:
+    """The package pip was working on when STEP failed: the last 'Collecting/Downloading X' line before it."""
+    package = ""
+    for line in lines:
+        if line is step:
+            break
+        found = _PIP_PACKAGE.search(line.text)
+        if found and line.file == step.file:
+            package = found.group("pkg").lower()
+    return package
