@@ -216,6 +216,9 @@ PRINTED = [
     ("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown",
      "driver_too_old"),
     ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "driver_too_old"),
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non "
+     "supported HW", "driver_too_old"),
     # pip < 20.3's conflict line (pip _internal/commands/install.py)
     ("ERROR: k8s 0.11.0 has requirement requests==2.13.0, but you'll have requests 2.22.0 which is incompatible.",
      "version_conflict"),
