@@ -344,3 +344,12 @@ def test_a_failed_pip_build_step_is_deepspeeds_only_when_pip_installs_deepspeed(
     other.write_text("Collecting deepspeed\n  Using cached deepspeed-0.16.0-py3-none-any.whl\nCollecting flash-attn\n"
                      "  Downloading flash_attn-2.6.3.tar.gz (2.6 MB)\n" + step, encoding="utf-8")
     assert primary(capsys, other)["cause"] != "deepspeed_build_failure"
+
+
+def test_a_gdb_frame_outside_site_packages_names_the_shared_library(tmp_path: Path, capsys) -> None:
+    log = tmp_path / "gdb.log"
+    log.write_text("Program terminated with signal SIGSEGV, Segmentation fault.\n"
+                   "#0  0x00007f3a1c2b4e10 in ncclCommInitRank () from /usr/lib/x86_64-linux-gnu/libnccl.so.2\n",
+                   encoding="utf-8")
+    first = primary(capsys, log)
+    assert (first["cause"], first["library"]) == ("segfault_other", "libnccl")

@@ -45,6 +45,12 @@ _LINK = re.compile(r"cannot find -l(?P<lib>[\w+.-]+)")
 _MODULE = re.compile(r"No module named '(?P<mod>[\w]+)")
 
 
+def so_name(path: str) -> str:
+    """A shared library's name without folder, ABI tag and version: .../libtorch_cuda.so.1 -> libtorch_cuda."""
+    named = _SO_NAME.search(" " + os.path.basename(path))
+    return named.group("name") if named else os.path.basename(path)
+
+
 def library_of(text: str) -> str:
     """The library a loader/linker/import line names: flash_attn_2_cuda (an extension's .so), libcudnn (a missing
     .so.N), libcurand (ld's -lcurand), the missing module; "" when it names none."""
@@ -52,8 +58,7 @@ def library_of(text: str) -> str:
         found = regex.search(text)
         if found:
             path = found.group("lib")
-            named = _SO_NAME.search(" " + os.path.basename(path))
-            name = named.group("name") if named else os.path.basename(path)
+            name = so_name(path)
             parent = os.path.basename(os.path.dirname(path))
             package = parent and parent not in _NOT_PACKAGES and not parent.startswith(("python", "lib"))
             return f"{parent}.{name}" if name.startswith("_") and package else name  # vllm/_C.abi3.so: vllm._C

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from envcheck.diagnose.structure.model import Event, Line
+from envcheck.diagnose.symbols import so_name
 
 ANCHORS = (b"Fatal Python error", b"most recent call first", b"Extension modules:", b"Segmentation fault",
            b"   from /", b") from /")
@@ -17,7 +18,6 @@ _FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+ in (?P<func>\S+)')
 _PKG = re.compile(r"(?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_]\w*)")
 # gdb's backtrace: "#0  0x00007f... in func () from /path/lib.so", the "from" part wrapped to the next line
 _GDB_FROM = re.compile(r"(?:^\s+|\) )from (?P<path>/\S+\.so(?:\.[\d.]+)?)\s*$")
-_SO = re.compile(r"(?:^|/)(?P<name>[^/]+?)(?:\.cpython-[^/]*|\.abi3)?\.so(?:\.[\d.]+)?$")
 _EXTENSIONS = re.compile(r"Extension modules: (?P<mods>.*?)(?: \(total: \d+\))?$")
 # Packages whose compiled extension is built against one torch/CUDA ABI: a crash in them is usually that mismatch.
 COMPILED = ("flash_attn", "xformers", "bitsandbytes", "deepspeed", "apex", "vllm", "mamba_ssm", "causal_conv1d",
@@ -73,6 +73,5 @@ def _gdb_top(lines: list[Line]) -> str:
         if found:
             path = found.group("path")
             pkg = _PKG.search(path)
-            so = _SO.search(path)
-            return pkg.group("pkg") if pkg else so.group("name") if so else ""
+            return pkg.group("pkg") if pkg else so_name(path)
     return ""
