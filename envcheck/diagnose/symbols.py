@@ -45,6 +45,15 @@ _LINK = re.compile(r"cannot find -l(?P<lib>[\w+.-]+)")
 _MODULE = re.compile(r"No module named '(?P<mod>[\w]+)")
 
 
+_PACKAGE_DIR = re.compile(r"(?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_]\w*)")
+
+
+def package_of(path: str) -> str:
+    """The installed package a file belongs to (.../site-packages/flash_attn/... -> flash_attn), or ""."""
+    found = _PACKAGE_DIR.search(path)
+    return found.group("pkg") if found else ""
+
+
 def so_name(path: str) -> str:
     """A shared library's name without folder, ABI tag and version: .../libtorch_cuda.so.1 -> libtorch_cuda."""
     named = _SO_NAME.search(" " + os.path.basename(path))

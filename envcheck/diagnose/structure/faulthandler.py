@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from envcheck.diagnose.structure.model import Event, Line
-from envcheck.diagnose.symbols import so_name
+from envcheck.diagnose.symbols import package_of, so_name
 
 ANCHORS = (b"Fatal Python error", b"most recent call first", b"Extension modules:", b"Segmentation fault",
            b"   from /", b") from /")
@@ -15,7 +15,6 @@ _BARE = re.compile(r"Segmentation fault")
 _FATAL = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus error|Aborted|Floating point exception|"
                     r"Illegal instruction)")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+ in (?P<func>\S+)')
-_PKG = re.compile(r"(?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_]\w*)")
 # gdb's backtrace: "#0  0x00007f... in func () from /path/lib.so", the "from" part wrapped to the next line
 _GDB_FROM = re.compile(r"(?:^\s+|\) )from (?P<path>/\S+\.so(?:\.[\d.]+)?)\s*$")
 _EXTENSIONS = re.compile(r"Extension modules: (?P<mods>.*?)(?: \(total: \d+\))?$")
@@ -44,8 +43,7 @@ def events(lines: list[Line]) -> list[Event]:
         for later in lines[i + 1:i + 60]:
             frame = _FRAME.search(later.text)
             if frame and not top:
-                pkg = _PKG.search(frame.group("path"))
-                top = pkg.group("pkg") if pkg else ""
+                top = package_of(frame.group("path"))
             ext = _EXTENSIONS.search(later.text)
             if ext:
                 extensions = [m.strip() for m in ext.group("mods").split(",")]
@@ -72,6 +70,5 @@ def _gdb_top(lines: list[Line]) -> str:
         found = _GDB_FROM.search(line.text)
         if found:
             path = found.group("path")
-            pkg = _PKG.search(path)
-            return pkg.group("pkg") if pkg else so_name(path)
+            return package_of(path) or so_name(path)
     return ""

@@ -7,12 +7,12 @@ import re
 from dataclasses import dataclass
 
 from envcheck.diagnose.structure.model import Event, Line
+from envcheck.diagnose.symbols import package_of
 
 HEADER = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
 _EXC = re.compile(r"^(?P<type>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|"
                   r"[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
-_PKG = re.compile(r"(?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_][\w]*)")
 # Launchers' and build drivers' summaries of a failure that happened elsewhere (torch elastic, subprocess):
 # evidence, never the first exception or the root cause when another exists.
 SYMPTOMS = ("ChildFailedError", "CalledProcessError", "SignalException")
@@ -42,9 +42,9 @@ def parse(block: list[Line], prefix_len: int = 0) -> Traceback | None:
         frame = _FRAME.match(body)
         if frame:
             paths.append(frame.group("path"))
-            pkg = _PKG.search(frame.group("path"))
-            if pkg and (not packages or packages[-1] != pkg.group("pkg")):
-                packages.append(pkg.group("pkg"))
+            pkg = package_of(frame.group("path"))
+            if pkg and (not packages or packages[-1] != pkg):
+                packages.append(pkg)
             continue
         if body[:1] in (" ", "\t") or not body:
             continue
