@@ -133,9 +133,11 @@ def test_a_launcher_reporting_its_workers_minus_9_is_a_sigkilled_child_not_an_ex
 
 
 def _start(out: Path, *command: str) -> subprocess.Popen[str]:
+    # SIGINT at its default in the guard (and so in the command): a test run started in the background by a
+    # non-interactive shell inherits SIGINT ignored, and a command that ignores it never stops.
     guard = subprocess.Popen([sys.executable, "-m", "envcheck", "guard", "--json", "--interval", "0.2", "--out",
                               str(out), "--", *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=_env(QUICK))
+                             env=_env(QUICK), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if (out / "train.log").exists() and "ready" in (out / "train.log").read_text():
