@@ -13,7 +13,10 @@ ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
            b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
            b"Building wheel for deepspeed", b"Running setup.py install for deepspeed", b"Collecting ",
-           b"Downloading ", b"Using cached ", b"Getting requirements to build wheel", b"Preparing metadata (")
+           b"Downloading ", b"Using cached ", b"Getting requirements to build wheel", b"Preparing metadata (",
+           b"required version by CUDA", b"CUDA_HOME environment variable", b"error LNK", b"torch_extensions",
+           # a traceback through DeepSpeed's op loader (op_builder/builder.py jit_load) marks a DeepSpeed build
+           b"op_builder")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -29,6 +32,9 @@ _DS_TREE = r"(?:(?i:deepspeed)|csrc[/\\](?:" + "|".join((*_DS_FOLDERS, "includes
 _CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
 # torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...".
 _BUILDING = re.compile(r"Building extension module (?P<op>\w+)")
+# torch.utils.cpp_extension builds each JIT extension in <TORCH_EXTENSIONS_DIR>/<py_cu tag>/<name>/ (the
+# "Emitting ninja build file .../fused_adam/build.ninja" line, the -o and .so paths).
+_EXT_DIR = re.compile(r"torch_extensions[/\\][\w.-]+[/\\](?P<op>\w+)[/\\]")
 # The names of DeepSpeed's ops: each op_builder/*.py NAME (DeepSpeed v0.19.5-27-gedaa722).
 DS_OPS = frozenset({
     "async_io", "cpu_adagrad", "cpu_adam", "cpu_lion", "cutlass_ops", "dc", "evoformer_attn", "fp_quantizer",
@@ -45,7 +51,11 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu
                       # torch's BuildExtension (a pip pre-build with DS_BUILD_OPS): _run_ninja_build's error_prefix
                       r"|Error compiling objects for extension"
                       # a compiler's own error line: file:line[:col]: error (gcc, clang) or file(line): error (nvcc, MSVC)
-                      r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b")
+                      r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b"
+                      # torch's _check_cuda_version (a gcc outside the CUDA toolkit's bounds), its CUDA_HOME check
+                      r"|than the (?:maximum|minimum) required version by CUDA|CUDA_HOME environment variable is not set"
+                      # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
+                      r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|^ninja: error: ")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
 # op's NAME).
@@ -90,6 +100,7 @@ def events(lines: list[Line]) -> list[Event]:
     ds_ops = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
     ds_ops += [op for op in (_op_name(n) for n in names) if op]
     ds_ops += [op for op in (_file_op(x.text) for x in lines) if op]
+    ds_ops += [m.group("op") for m in (_EXT_DIR.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
     compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
     if compile_error is not None:
         src = _DS_SRC.search(compile_error.text)
