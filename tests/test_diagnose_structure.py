@@ -231,6 +231,30 @@ PRINTED = [
     ("段错误 (核心已转储)", "segfault_other"),
     ("Speicherzugriffsfehler (Speicherabzug geschrieben)", "segfault_other"),
     ("总线错误 (核心已转储)", "shm_too_small"),
+    # DeepSpeed setup.py (assert torch_available; abort in v0.9-v0.12) and op_builder/builder.py
+    ("AssertionError: Unable to pre-compile ops without torch installed. Please install torch before attempting to "
+     "pre-compile ops.", "deepspeed_build_failure"),
+    ("\x1b[31m [ERROR] \x1b[0m Unable to pre-compile async_io", "deepspeed_build_failure"),
+    ("RuntimeError: DeepSpeed JIT builder for 'fused_adam' found no CUDA devices. Set TORCH_CUDA_ARCH_LIST or make "
+     "GPUs visible.", "deepspeed_build_failure"),
+    # libnvidia-container configure.c's warnx("requirement error: %s") under the runtime hook's stderr
+    ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.6, please update your driver to a "
+     "newer version, or use an earlier cuda container: unknown.", "driver_too_old"),
+    # XLA cuda_diagnostics.cc LOG(ERROR)
+    ("2024-03-27 15:05:43.037502: E external/local_xla/xla/stream_executor/cuda/cuda_diagnostics.cc:262] kernel "
+     "version 470.182.3 does not match DSO version 470.223.2 -- cannot find working devices in this configuration",
+     "driver_too_old"),
+    # numba cuda/cudadrv/driver.py: CudaAPIError(retcode, "Call to %s results in %s" % (fname, errname))
+    ("numba.cuda.cudadrv.driver.CudaAPIError: [222] Call to cuModuleLoadDataEx results in "
+     "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "driver_too_old"),
+    ("AssertionError: libcuda.so cannot found!", "missing_cuda_library"),
+    ("time=2024-04-30T15:06:56.218Z level=INFO source=gpu.go:343 msg=\"Unable to load cudart CUDA management library "
+     "/tmp/ollama523635885/runners/cuda_v11/libcudart.so.11.0: your nvidia driver is too old or missing, please "
+     "upgrade to run ollama\"", "driver_too_old"),
+    ("RuntimeError: (PreconditionNotMet) The third-party dynamic library (cudnn64_8.dll) that Paddle depends on is "
+     "not configured correctly. (error code is 126)", "missing_cuda_library"),
+    ("RuntimeError: (PreconditionNotMet) Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.",
+     "missing_cuda_library"),
 ]
 
 
@@ -353,3 +377,25 @@ def test_a_gdb_frame_outside_site_packages_names_the_shared_library(tmp_path: Pa
                    encoding="utf-8")
     first = primary(capsys, log)
     assert (first["cause"], first["library"]) == ("segfault_other", "libnccl")
+
+
+def test_a_gcc_outside_cudas_bounds_stops_a_deepspeed_op_build(tmp_path: Path, capsys) -> None:
+    """torch's _check_cuda_version raises before any compiler runs; the traceback through op_builder and the op's
+    torch_extensions folder say it was DeepSpeed's op."""
+    log = tmp_path / "run.log"
+    log.write_text(
+        "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n"
+        "Creating extension directory /root/.cache/torch_extensions/py310_cu121/fused_adam...\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py", line 524, in jit_load\n'
+        "    op_module = load(name=self.name,\n"
+        "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by "
+        "CUDA 12.1. Please make sure to use an adequate version of g++ (>=6.0.0, <13.0).\n", encoding="utf-8")
+    first = primary(capsys, log)
+    assert first["cause"] == "deepspeed_build_failure" and first["library"] == "fused_adam"
+    other = tmp_path / "flash.log"  # the same check in another package's source build is not DeepSpeed's
+    other.write_text(
+        "Building wheel for flash-attn (setup.py) ... error\n"
+        "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by "
+        "CUDA 12.1. Please make sure to use an adequate version of g++ (>=6.0.0, <13.0).\n", encoding="utf-8")
+    assert primary(capsys, other)["cause"] != "deepspeed_build_failure"

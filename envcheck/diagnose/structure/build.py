@@ -33,8 +33,8 @@ _CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d
 # torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...".
 _BUILDING = re.compile(r"Building extension module (?P<op>\w+)")
 # torch.utils.cpp_extension builds each JIT extension in <TORCH_EXTENSIONS_DIR>/<py_cu tag>/<name>/ (the
-# "Emitting ninja build file .../fused_adam/build.ninja" line, the -o and .so paths).
-_EXT_DIR = re.compile(r"torch_extensions[/\\][\w.-]+[/\\](?P<op>\w+)[/\\]")
+# "Creating extension directory .../fused_adam..." and "Emitting ninja build file .../fused_adam/build.ninja").
+_EXT_DIR = re.compile(r"torch_extensions[/\\][\w.-]+[/\\](?P<op>\w+)")
 # The names of DeepSpeed's ops: each op_builder/*.py NAME (DeepSpeed v0.19.5-27-gedaa722).
 DS_OPS = frozenset({
     "async_io", "cpu_adagrad", "cpu_adam", "cpu_lion", "cutlass_ops", "dc", "evoformer_attn", "fp_quantizer",
