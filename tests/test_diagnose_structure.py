@@ -255,6 +255,25 @@ PRINTED = [
      "not configured correctly. (error code is 126)", "missing_cuda_library"),
     ("RuntimeError: (PreconditionNotMet) Cannot load cudnn shared library. Cannot invoke method cudnnGetVersion.",
      "missing_cuda_library"),
+    # torch's C10_CUDA_CHECK and driver check, CUDA's enum names, NCCL's CUDACHECK
+    ("RuntimeError: CUDA error: out of memory", "gpu_oom"),
+    ("RuntimeError: CUDA driver error: out of memory", "gpu_oom"),
+    ("numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY", "gpu_oom"),
+    ("node3:1181:1290 [1] include/alloc.h:103 NCCL WARN Cuda failure 2 'out of memory'", "gpu_oom"),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[32,1024,"
+     "64,64] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", "gpu_oom"),
+    ("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes (allocated so far: 0 bytes).",
+     "gpu_oom"),
+    ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+     "initializing the engine.", "gpu_oom"),
+    ("[rank3]:[E1111 17:10:53.123456 ProcessGroupNCCL.cpp:1285] [PG 0 Rank 3] ProcessGroupNCCL's watchdog got stuck "
+     "for 480 seconds without making progress in monitoring enqueued collectives.", "nccl_timeout"),
+    ("[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.", "nccl_error"),
+    ("OSError: Not enough disk space. Needed: 134.92 GiB (download: 41.97 GiB, generated: 92.95 GiB, post-processed: "
+     "Unknown size)", "disk_full"),
+    ("UserWarning: Not enough free disk space to download the file. The expected file size is: 4967.22 MB. The "
+     "target location /root/.cache/huggingface/hub/models--x--y/blobs only has 1203.08 MB free disk space.",
+     "disk_full"),
 ]
 
 
@@ -399,3 +418,19 @@ def test_a_gcc_outside_cudas_bounds_stops_a_deepspeed_op_build(tmp_path: Path, c
         "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by "
         "CUDA 12.1. Please make sure to use an adequate version of g++ (>=6.0.0, <13.0).\n", encoding="utf-8")
     assert primary(capsys, other)["cause"] != "deepspeed_build_failure"
+
+
+def test_a_cuda_out_of_memory_under_an_nccl_error_is_the_gpu_running_out(tmp_path: Path, capsys) -> None:
+    """torch prints NCCL's 'Last error' after its own reading: the out-of-memory explains the NCCL error."""
+    log = tmp_path / "run.log"
+    log.write_text(
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:3356, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.26.2\n"
+        "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "[rank1]: Last error:\n"
+        "[rank1]: Cuda failure 2 'out of memory'\n", encoding="utf-8")
+    assert primary(capsys, log)["cause"] == "gpu_oom"
+    other = tmp_path / "cpu.log"  # TensorFlow running out of host memory is not the GPU
+    other.write_text("ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024,1024] and type float on "
+                     "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n", encoding="utf-8")
+    assert primary(capsys, other)["cause"] != "gpu_oom"
