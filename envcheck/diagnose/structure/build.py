@@ -14,7 +14,7 @@ ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"
            b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
            b"Building wheel for deepspeed", b"Running setup.py install for deepspeed", b"Collecting ",
            b"Downloading ", b"Using cached ", b"Getting requirements to build wheel", b"Preparing metadata (",
-           b"required version by CUDA", b"CUDA_HOME environment variable", b"error LNK", b"torch_extensions",
+           b"required version by CUDA", b"error LNK", b"torch_extensions",
            # a traceback through DeepSpeed's op loader (op_builder/builder.py jit_load) marks a DeepSpeed build
            b"op_builder")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
@@ -52,8 +52,8 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu
                       r"|Error compiling objects for extension"
                       # a compiler's own error line: file:line[:col]: error (gcc, clang) or file(line): error (nvcc, MSVC)
                       r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b"
-                      # torch's _check_cuda_version (a gcc outside the CUDA toolkit's bounds), its CUDA_HOME check
-                      r"|than the (?:maximum|minimum) required version by CUDA|CUDA_HOME environment variable is not set"
+                      # torch's _check_cuda_version: a gcc outside the bounds of the CUDA toolkit
+                      r"|than the (?:maximum|minimum) required version by CUDA"
                       # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
                       r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|^ninja: error: ")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
