@@ -274,6 +274,7 @@ PRINTED = [
     ("UserWarning: Not enough free disk space to download the file. The expected file size is: 4967.22 MB. The "
      "target location /root/.cache/huggingface/hub/models--x--y/blobs only has 1203.08 MB free disk space.",
      "disk_full"),
+    ("ValueError: Unknown CUDA arch (8.9) or GPU not supported", "cuda_arch_unsupported"),
 ]
 
 
