@@ -275,6 +275,7 @@ PRINTED = [
      "target location /root/.cache/huggingface/hub/models--x--y/blobs only has 1203.08 MB free disk space.",
      "disk_full"),
     ("ValueError: Unknown CUDA arch (8.9) or GPU not supported", "cuda_arch_unsupported"),
+    ("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'", "torch_cpu_only"),
 ]
 
 
