@@ -276,6 +276,9 @@ PRINTED = [
      "disk_full"),
     ("ValueError: Unknown CUDA arch (8.9) or GPU not supported", "cuda_arch_unsupported"),
     ("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'", "torch_cpu_only"),
+    ("RuntimeError: [enforce fail at C:\\cb\\pytorch_1000000000000\\work\\c10\\core\\impl\\alloc_cpu.cpp:72] data. "
+     "DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.", "host_oom"),
+    ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.", "host_oom"),
 ]
 
 
