@@ -76,9 +76,18 @@ CASES = [
     ("c570", "driver_too_old", None),  # torch's cudaGetDeviceCount warning: Error 803
     ("c611", "shm_too_small", None),  # unable to write to file </torch_ (the paste ends there)
     ("c612", "shm_too_small", "ray"),  # Ray: the configured object store size exceeds the capacity of /dev/shm
-    ("c542", "segfault_other", "torch"),
+    ("c542", "segfault_other", "torch"),  # gdb: #0 ... in at::cuda::getCurrentCUDABlasHandle() () from .../torch/lib
     ("c650", "deepspeed_build_failure", "deepspeed"),  # pip: Getting requirements to build wheel ... error (Windows)
-    ("c719", "nccl_error", "nccl"),  # Paddle: (External) Nccl error, unhandled cuda error  # gdb: #0 ... in at::cuda::getCurrentCUDABlasHandle() () from .../torch/lib
+    ("c719", "nccl_error", "nccl"),  # Paddle: (External) Nccl error, unhandled cuda error
+    # seventh round (dev half only)
+    ("c761", "driver_too_old", None),  # nvidia-container-cli: requirement error: unsatisfied condition: cuda >= 9.2
+    ("c763", "driver_too_old", None),  # CuPy: cudaErrorCompatNotSupportedOnDevice
+    ("c764", "driver_too_old", None),  # Ollama: your nvidia driver is too old or missing
+    ("c769", "driver_too_old", None),  # XLA: kernel version 515.48.7 does not match DSO version 510.73.5
+    ("c780", "missing_cuda_library", "libcuda"),  # Triton's build: /usr/bin/ld: cannot find -lcuda
+    ("c785", "missing_cuda_library", None),  # Paddle: Cannot load cudnn shared library
+    ("c840", "cuda_arch_unsupported", "fused_adam"),  # nvcc fatal: compute_89 while DeepSpeed JIT-builds fused_adam
+    ("c841", "deepspeed_build_failure", "fused_adam"),  # FAILED: fused_adam_frontend.o, then fused_adam.so missing
 ]
 
 

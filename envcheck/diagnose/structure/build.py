@@ -184,7 +184,8 @@ def events(lines: list[Line]) -> list[Event]:
                 "build (TORCH_CUDA_ARCH_LIST, or the GPU detected) needs a newer toolkit.",
                 "Install a CUDA toolkit that supports this GPU (compute_89/90 need 11.8+, compute_100/120 need "
                 "12.8+), or set TORCH_CUDA_ARCH_LIST to architectures this nvcc knows.",
-                line.file, line.number, line.text, "CUDA toolkit nvcc: \"Unsupported gpu architecture\"", "",
+                line.file, line.number, line.text, "CUDA toolkit nvcc: \"Unsupported gpu architecture\"",
+                ds_ops[0] if ds_ops else names[0] if names else "",
                 ("nvcc --version", "nvcc --list-gpu-arch")))
     return found
 
