@@ -448,3 +448,14 @@ def test_a_cuda_out_of_memory_under_an_nccl_error_is_the_gpu_running_out(tmp_pat
     other.write_text("ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024,1024] and type float on "
                      "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n", encoding="utf-8")
     assert primary(capsys, other)["cause"] != "gpu_oom"
+
+
+def test_terminal_colours_saved_with_the_log_do_not_hide_a_message(tmp_path: Path, capsys, engine: str) -> None:
+    """`cmd | tee run.log` keeps the colour codes; DeepSpeed's setup.py prints its errors in red."""
+    log = tmp_path / "run.log"
+    log.write_bytes(b"step 1 loss 0.9\n"
+                    b"\x1b[31m [ERROR] \x1b[0m Unable to pre-compile async_io\n"
+                    b"\x1b[1;31mRuntimeError\x1b[0m: CUDA error: out \x1b[1mof memory\x1b[0m\n")
+    report = primary(capsys, log)
+    assert report["cause"] == "gpu_oom"
+    assert "\x1b" not in report["evidence"][0]["text"]

@@ -36,6 +36,11 @@ STAMP_WINDOW = 64 * 1024  # the end of each block in which its last stamp is loo
 _PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})(?!\d)"
                    rb"|:\s+(\d{2,9})\s+(?:Killed|Segmentation fault|Bus error|Aborted)\b")
 MAX_PIDS = 512
+# Terminal colours (ECMA-48 CSI sequences: ESC [ parameters final-byte) that a log saved with tee keeps: DeepSpeed's
+# red "[ERROR]", rich and loguru levels. Removed before matching, so a message coloured mid-phrase still matches;
+# a chunk without ESC (nearly every log) costs one memchr.
+_ESC = b"\x1b["
+_CSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
 EXCERPT = 4000  # structure lines kept: the first EXCERPT and the last EXCERPT // 4 (bounded memory)
 BLOCKS = 200  # traceback blocks kept: the first BLOCKS and the last BLOCKS // 4
 BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
@@ -310,6 +315,8 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
         carry = b""  # a line cut by the chunk's end, finished by the next chunk
         for chunk in log.chunks(CHUNK):
             total_bytes += len(chunk)
+            if _ESC in chunk:
+                chunk = _CSI.sub(b"", chunk)
             lo = 0
             if carry:
                 nl = chunk.find(b"\n")
