@@ -459,3 +459,19 @@ def test_terminal_colours_saved_with_the_log_do_not_hide_a_message(tmp_path: Pat
     report = primary(capsys, log)
     assert report["cause"] == "gpu_oom"
     assert "\x1b" not in report["evidence"][0]["text"]
+
+
+@pytest.mark.parametrize("step", [
+    "  × python setup.py egg_info did not run successfully.",  # pip >= 21.2 (InstallationSubprocessError)
+    "ERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.",
+])
+def test_pip_failing_to_read_deepspeeds_setup_py_is_a_deepspeed_build_failure(tmp_path: Path, capsys, step: str) -> None:
+    log = tmp_path / "pip.log"
+    log.write_text("Collecting deepspeed\n  Downloading deepspeed-0.14.0.tar.gz (1.3 MB)\n"
+                   "  error: subprocess-exited-with-error\n" + step + "\n", encoding="utf-8")
+    first = primary(capsys, log)
+    assert first["cause"] == "deepspeed_build_failure" and first["library"] == "deepspeed"
+    other = tmp_path / "other.log"  # the same step of another package's install is not DeepSpeed's
+    other.write_text("Collecting deepspeed\n  Using cached deepspeed-0.14.0.tar.gz\nCollecting mpi4py\n"
+                     "  Downloading mpi4py-3.1.5.tar.gz (2.5 MB)\n" + step + "\n", encoding="utf-8")
+    assert (primary(capsys, other) or {}).get("cause") != "deepspeed_build_failure"

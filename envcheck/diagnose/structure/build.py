@@ -14,6 +14,8 @@ ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"
            b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
            b"Building wheel for deepspeed", b"Running setup.py install for deepspeed", b"Collecting ",
            b"Downloading ", b"Using cached ", b"Getting requirements to build wheel", b"Preparing metadata (",
+           b"Installing build dependencies", b"egg_info did not run successfully", b"generating package metadata",
+           b": python setup.py egg_info",
            b"required version by CUDA", b"error LNK", b"torch_extensions",
            # a traceback through DeepSpeed's op loader (op_builder/builder.py jit_load) marks a DeepSpeed build
            b"op_builder")
@@ -73,8 +75,12 @@ _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_
 # operations/build: "Getting requirements to build wheel ... error", "Preparing metadata (setup.py) ... error", or
 # "× ... did not run successfully."): DeepSpeed's setup.py ran and stopped, before any compiler.
 _PIP_PACKAGE = re.compile(r"^\W*(?:Collecting|Downloading|Using cached) (?:\S*/)?(?P<pkg>[A-Za-z][\w.]*)")
-_PIP_STEP = re.compile(r"(?:Getting requirements to build wheel|Preparing metadata \([\w.]+\)) (?:\.\.\. error|did not run "
-                       r"successfully)")
+_PIP_STEP = re.compile(r"(?:Getting requirements to build wheel|Preparing metadata \([\w.]+\)|Installing build dependencies)"
+                       r" (?:\.\.\. error|did not run successfully)"
+                       # pip >= 21.2 "× python setup.py egg_info did not run successfully." and its metadata summary;
+                       # pip < 21.2 "ERROR: Command errored out with exit status 1: python setup.py egg_info ..."
+                       r"|python setup\.py egg_info did not run successfully|Encountered error while generating package "
+                       r"metadata|Command errored out with exit status \d+: python setup\.py egg_info")
 # NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
 _NCCL_TRACE = re.compile(r"NCCL INFO [\w/.]+\.(?:cc|h|cpp):\d+ -> (?P<code>[1-9])\b")
 # GNU ld (binutils ld/ldfile.c): "cannot find -lNAME"; lld: "unable to find library -lNAME".
