@@ -88,6 +88,8 @@ CASES = [
     ("c785", "missing_cuda_library", None),  # Paddle: Cannot load cudnn shared library
     ("c840", "cuda_arch_unsupported", "fused_adam"),  # nvcc fatal: compute_89 while DeepSpeed JIT-builds fused_adam
     ("c841", "deepspeed_build_failure", "fused_adam"),  # FAILED: fused_adam_frontend.o, then fused_adam.so missing
+    ("c920", "gpu_oom", None),  # TensorFlow 1.x: OOM when allocating tensor with shape[...] (no device on the line)
+    ("c927", "host_oom", None),  # Loading checkpoint shards ... Killed
 ]
 
 
