@@ -290,6 +290,13 @@ PRINTED = [
     ("RuntimeError: [enforce fail at C:\\cb\\pytorch_1000000000000\\work\\c10\\core\\impl\\alloc_cpu.cpp:72] data. "
      "DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.", "host_oom"),
     ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.", "host_oom"),
+    # subprocess.CalledProcessError, torch.multiprocessing.spawn, a shell's 128 + 11, Windows
+    ("subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGSEGV: 11>.",
+     "segfault_other"),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGSEGV", "segfault_other"),
+    ("Windows fatal exception: access violation", "segfault_other"),
+    ("Process finished with exit code -1073741819 (0xC0000005)", "segfault_other"),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGBUS", "shm_too_small"),
 ]
 
 
