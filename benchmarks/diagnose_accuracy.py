@@ -53,8 +53,9 @@ def toy(text: str) -> str:
 
 
 def _lib(name: str) -> str:
-    """libcublasLt.so.11 and libcublasLt name one library."""
-    return name.lower().split(".so")[0]
+    """libcublasLt.so.11 and libcublasLt name one library; torch-scatter and torch_scatter one distribution (PEP
+    503 normalises runs of '-', '_' and '.')."""
+    return re.sub(r"[-_.]+", "-", name.lower().split(".so")[0])
 
 
 def load(corpus: str, split: str) -> list[dict]:
