@@ -90,6 +90,10 @@ CASES = [
     ("c841", "deepspeed_build_failure", "fused_adam"),  # FAILED: fused_adam_frontend.o, then fused_adam.so missing
     ("c920", "gpu_oom", None),  # TensorFlow 1.x: OOM when allocating tensor with shape[...] (no device on the line)
     ("c927", "host_oom", None),  # Loading checkpoint shards ... Killed
+    ("c900", "nccl_error", "nccl"),  # NCCL WARN XML Import Channel (its INFO line about libnccl-net.so is no error)
+    ("c903", "nccl_error", None),  # nccl-tests: Test CUDA failure ... 'system not yet initialized' (Fabric Manager)
+    ("c941", "numpy_abi", "numpy"),  # ComfyUI on Windows: Numpy is not available
+    ("c949", "shm_too_small", "mxnet"),  # MXNet DataLoader: Worker timed out ... Insufficient shared_memory
 ]
 
 
@@ -297,6 +301,11 @@ PRINTED = [
     ("Windows fatal exception: access violation", "segfault_other"),
     ("Process finished with exit code -1073741819 (0xC0000005)", "segfault_other"),
     ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGBUS", "shm_too_small"),
+    ("RuntimeError: Numpy is not available", "numpy_abi"),
+    ("test: Test CUDA failure common.cu:941 'system not yet initialized'", "nccl_error"),
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized", "nccl_error"),
+    ("            - Insufficient shared_memory if `timeout` is large enough.", "shm_too_small"),
 ]
 
 
@@ -484,3 +493,16 @@ def test_pip_failing_to_read_deepspeeds_setup_py_is_a_deepspeed_build_failure(tm
     other.write_text("Collecting deepspeed\n  Using cached deepspeed-0.14.0.tar.gz\nCollecting mpi4py\n"
                      "  Downloading mpi4py-3.1.5.tar.gz (2.5 MB)\n" + step + "\n", encoding="utf-8")
     assert (primary(capsys, other) or {}).get("cause") != "deepspeed_build_failure"
+
+
+def test_nccls_optional_plugin_probe_is_not_a_missing_library(tmp_path: Path, capsys) -> None:
+    """NCCL logs at INFO that it found no libnccl-net.so plugin and uses its own transport: not a failure."""
+    log = tmp_path / "run.log"
+    log.write_text("gpu1:73025:73025 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object "
+                   "file: No such file or directory No plugin found (libnccl-net.so), using internal implementation\n"
+                   "step 10 loss 1.2\n", encoding="utf-8")
+    assert primary(capsys, log)["cause"] != "missing_cuda_library"
+    real = tmp_path / "real.log"
+    real.write_text("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory\n",
+                    encoding="utf-8")
+    assert primary(capsys, real)["cause"] == "missing_cuda_library"
