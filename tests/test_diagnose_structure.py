@@ -306,6 +306,15 @@ PRINTED = [
     ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
      "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized", "nccl_error"),
     ("            - Insufficient shared_memory if `timeout` is large enough.", "shm_too_small"),
+    ("RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. PyTorch "
+     "has CUDA Version=13.0 and torchvision has CUDA Version=12.8. Please reinstall the torchvision that matches your "
+     "PyTorch install.", "version_conflict"),
+    ("RuntimeError: operator torchvision::nms does not exist", "version_conflict"),
+    ("ValueError: The checkpoint you are trying to load has model type `qwen2` but Transformers does not recognize "
+     "this architecture. This could be because of an issue with the checkpoint, or because your version of "
+     "Transformers is out of date.", "version_conflict"),
+    ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run `pip install "
+     "transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "version_conflict"),
 ]
 
 
