@@ -515,3 +515,45 @@ def test_nccls_optional_plugin_probe_is_not_a_missing_library(tmp_path: Path, ca
     real.write_text("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory\n",
                     encoding="utf-8")
     assert primary(capsys, real)["cause"] == "missing_cuda_library"
+
+
+# A healthy start of a DeepSpeed + NCCL run, each line as its program prints it (DeepSpeed op_builder's warnings for
+# ops it will not use, torch's JIT loader finding fused_adam built, NCCL_DEBUG=INFO without the optional plugin).
+HEALTHY = [
+    '[2024-05-01 10:00:00,000] [INFO] [real_accelerator.py:203:get_accelerator] Setting ds_accelerator '
+     'to cuda (auto detect)',
+    ' [WARNING]  async_io requires the dev libaio .so object and headers but these were not found.',
+    ' [WARNING]  async_io: please install the libaio-dev package with apt',
+    ' [WARNING]  If libaio is already installed (perhaps from source), try setting the CFLAGS and '
+     'LDFLAGS environment variables to where it can be found.',
+    ' [WARNING]  Please specify the CUTLASS repo directory as environment variable $CUTLASS_PATH',
+    ' [WARNING]  sparse_attn requires a torch version >= 1.5 and < 2.0 but detected 2.4',
+    ' [WARNING]  using untested triton version (3.0.0), only 1.0.0 is known to be compatible',
+    'Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...',
+    'Detected CUDA files, patching ldflags',
+    'Emitting ninja build file /root/.cache/torch_extensions/py310_cu121/fused_adam/build.ninja...',
+    'Building extension module fused_adam...',
+    'Allowing ninja to set a default number of workers... (overridable by setting the environment '
+     'variable MAX_JOBS=N)',
+    'ninja: no work to do.',
+    'Loading extension module fused_adam...',
+    'Time to load fused_adam op: 0.05 seconds',
+    'gpu1:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.4<0>',
+    'gpu1:1234:1234 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: '
+     'No such file or directory No plugin found (libnccl-net.so), using internal implementation',
+    'gpu1:1234:1234 [0] NCCL INFO cudaDriverVersion 12020',
+    'NCCL version 2.20.5+cuda12.4',
+    'gpu1:1234:1290 [0] NCCL INFO Failed to open libibverbs.so[.1]',
+    'gpu1:1234:1290 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.4<0>',
+    'gpu1:1234:1290 [0] NCCL INFO Using network Socket',
+    'gpu1:1234:1290 [0] NCCL INFO comm 0x55d4 rank 0 nranks 2 cudaDev 0 busId 100000 commId 0x1f2e - Init COMPLETE',
+    '[INFO|trainer.py:2134] 2024-05-01 10:01:00,000 >> ***** Running training *****',
+    "{'loss': 1.2345, 'grad_norm': 0.98, 'learning_rate': 1e-05, 'epoch': 0.1}",
+    "{'train_runtime': 100.0, 'train_samples_per_second': 10.0, 'train_loss': 1.0, 'epoch': 1.0}",
+]
+
+
+def test_a_healthy_deepspeed_and_nccl_start_names_no_cause(tmp_path: Path, capsys, engine: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(HEALTHY) + "\n", encoding="utf-8")
+    assert primary(capsys, log)["cause"] is None
