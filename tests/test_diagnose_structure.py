@@ -302,6 +302,7 @@ PRINTED = [
     ("Process finished with exit code -1073741819 (0xC0000005)", "segfault_other"),
     ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGBUS", "shm_too_small"),
     ("RuntimeError: Numpy is not available", "numpy_abi"),
+    ("[rank1]: RuntimeError: Numpy is not available", "numpy_abi"),
     ("test: Test CUDA failure common.cu:941 'system not yet initialized'", "nccl_error"),
     ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
      "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized", "nccl_error"),
