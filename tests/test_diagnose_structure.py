@@ -94,6 +94,7 @@ CASES = [
     ("c903", "nccl_error", None),  # nccl-tests: Test CUDA failure ... 'system not yet initialized' (Fabric Manager)
     ("c941", "numpy_abi", "numpy"),  # ComfyUI on Windows: Numpy is not available
     ("c949", "shm_too_small", "mxnet"),  # MXNet DataLoader: Worker timed out ... Insufficient shared_memory
+    ("c1022", "torch_cpu_only", None),  # LLaMA-Factory: Process rank: 0, device: cpu, n_gpu: 0
 ]
 
 
@@ -303,6 +304,8 @@ PRINTED = [
     ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGBUS", "shm_too_small"),
     ("RuntimeError: Numpy is not available", "numpy_abi"),
     ("[rank1]: RuntimeError: Numpy is not available", "numpy_abi"),
+    ("[INFO|parser.py:385] 2024-04-11 11:16:12,325 >> Process rank: 0, device: cpu, n_gpu: 0, distributed training: "
+     "False, compute dtype: torch.bfloat16", "torch_cpu_only"),
     ("test: Test CUDA failure common.cu:941 'system not yet initialized'", "nccl_error"),
     ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
      "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized", "nccl_error"),
