@@ -95,6 +95,7 @@ CASES = [
     ("c941", "numpy_abi", "numpy"),  # ComfyUI on Windows: Numpy is not available
     ("c949", "shm_too_small", "mxnet"),  # MXNet DataLoader: Worker timed out ... Insufficient shared_memory
     ("c1022", "torch_cpu_only", None),  # LLaMA-Factory: Process rank: 0, device: cpu, n_gpu: 0
+    ("c962", "cuda_toolkit_mismatch", "flash_attn"),  # FlashAttention is only supported on CUDA 11.6 and above
 ]
 
 
