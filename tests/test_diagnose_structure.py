@@ -305,6 +305,8 @@ PRINTED = [
     ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGBUS", "shm_too_small"),
     ("RuntimeError: Numpy is not available", "numpy_abi"),
     ("[rank1]: RuntimeError: Numpy is not available", "numpy_abi"),
+    ("RuntimeError: Unable to load inference_core_ops op due to no compute capabilities remaining after filtering",
+     "deepspeed_build_failure"),
     ("[INFO|parser.py:385] 2024-04-11 11:16:12,325 >> Process rank: 0, device: cpu, n_gpu: 0, distributed training: "
      "False, compute dtype: torch.bfloat16", "torch_cpu_only"),
     ("test: Test CUDA failure common.cu:941 'system not yet initialized'", "nccl_error"),
@@ -562,3 +564,11 @@ def test_a_healthy_deepspeed_and_nccl_start_names_no_cause(tmp_path: Path, capsy
     log = tmp_path / "run.log"
     log.write_text("\n".join(HEALTHY) + "\n", encoding="utf-8")
     assert primary(capsys, log)["cause"] is None
+
+
+def test_a_compiler_that_is_not_installed_stops_a_deepspeed_pre_build(tmp_path: Path, capsys) -> None:
+    """setuptools >= 65: "error: command 'c++' failed: No such file or directory" while building DeepSpeed's ops."""
+    log = tmp_path / "pip.log"
+    log.write_text("  building 'deepspeed.ops.adam.cpu_adam_op' extension\n"
+                   "  error: command 'c++' failed: No such file or directory\n", encoding="utf-8")
+    assert primary(capsys, log)["cause"] == "deepspeed_build_failure"

@@ -8,7 +8,7 @@ import re
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
-           b"' failed with exit code", b"' failed with exit status", b"-Icsrc/includes", b"Building extension module ",
+           b"' failed with exit code", b"' failed with exit status", b"' failed: No such file or directory", b"-Icsrc/includes", b"Building extension module ",
            b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
            b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
@@ -65,6 +65,8 @@ _DS_FILE = re.compile(r"csrc[/\\]\w+[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|c
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
 _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit (?:code|status) -?\d+"
+                             # setuptools >= 65 when the compiler is not installed at all
+                             r"|error: command '[^']+' failed: No such file or directory"
                              r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
 _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops"
