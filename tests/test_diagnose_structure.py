@@ -567,7 +567,7 @@ def test_a_healthy_deepspeed_and_nccl_start_names_no_cause(tmp_path: Path, capsy
 
 
 def test_a_compiler_that_is_not_installed_stops_a_deepspeed_pre_build(tmp_path: Path, capsys) -> None:
-    """setuptools >= 65: "error: command 'c++' failed: No such file or directory" while building DeepSpeed's ops."""
+    """distutils spawn: "error: command 'c++' failed: No such file or directory" while building DeepSpeed's ops."""
     log = tmp_path / "pip.log"
     log.write_text("  building 'deepspeed.ops.adam.cpu_adam_op' extension\n"
                    "  error: command 'c++' failed: No such file or directory\n", encoding="utf-8")

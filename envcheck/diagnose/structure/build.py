@@ -65,7 +65,7 @@ _DS_FILE = re.compile(r"csrc[/\\]\w+[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|c
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
 _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit (?:code|status) -?\d+"
-                             # setuptools >= 65 when the compiler is not installed at all
+                             # distutils spawn (setuptools) when the compiler is not installed at all
                              r"|error: command '[^']+' failed: No such file or directory"
                              r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
