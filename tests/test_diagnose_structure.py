@@ -4,6 +4,7 @@ half is never read here), the honest unknown, and linear time on a traceback-den
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -572,3 +573,16 @@ def test_a_compiler_that_is_not_installed_stops_a_deepspeed_pre_build(tmp_path: 
     log.write_text("  building 'deepspeed.ops.adam.cpu_adam_op' extension\n"
                    "  error: command 'c++' failed: No such file or directory\n", encoding="utf-8")
     assert primary(capsys, log)["cause"] == "deepspeed_build_failure"
+
+
+@pytest.mark.parametrize("name,rule", [("SIGKILL", "SIG101"), ("SIGSEGV", "SIG102"), ("SIGBUS", "SIG103")])
+def test_translated_signal_words_agree_between_exit_codes_and_signatures(name: str, rule: str) -> None:
+    """glibc's translations of strsignal live twice: in exitcodes (the exit status a line reports) and in the
+    signatures (the cause); a word added to one list must be added to the other."""
+    from envcheck.diagnose import exitcodes
+
+    pattern = next(s.pattern for s in load_matrix(only=frozenset({"signatures.toml"})).signatures if s.id == rule)
+    lead, tail = r"(?:^|\d+ +|\]|\r)", r"(?: +|\(|$)"  # each branch: LEAD word TAIL
+    branches = pattern.split("|" + lead)
+    words = {re.sub(r"\\(.)", r"\1", b.removeprefix(lead).removesuffix(tail)) for b in branches}
+    assert words == set(exitcodes._TRANSLATED[name])
