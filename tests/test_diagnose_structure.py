@@ -497,7 +497,7 @@ def test_terminal_colours_saved_with_the_log_do_not_hide_a_message(tmp_path: Pat
 
 
 @pytest.mark.parametrize("step", [
-    "  × python setup.py egg_info did not run successfully.",  # pip >= 21.2 (InstallationSubprocessError)
+    "  × python setup.py egg_info did not run successfully.",  # newer pip (InstallationSubprocessError)
     "ERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.",
 ])
 def test_pip_failing_to_read_deepspeeds_setup_py_is_a_deepspeed_build_failure(tmp_path: Path, capsys, step: str) -> None:

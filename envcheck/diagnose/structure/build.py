@@ -79,8 +79,8 @@ _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_
 _PIP_PACKAGE = re.compile(r"^\W*(?:Collecting|Downloading|Using cached) (?:\S*/)?(?P<pkg>[A-Za-z][\w.]*)")
 _PIP_STEP = re.compile(r"(?:Getting requirements to build wheel|Preparing metadata \([\w.]+\)|Installing build dependencies)"
                        r" (?:\.\.\. error|did not run successfully)"
-                       # pip >= 21.2 "× python setup.py egg_info did not run successfully." and its metadata summary;
-                       # pip < 21.2 "ERROR: Command errored out with exit status 1: python setup.py egg_info ..."
+                       # newer pip: "× python setup.py egg_info did not run successfully." and its metadata summary;
+                       # older pip: "ERROR: Command errored out with exit status 1: python setup.py egg_info ..."
                        r"|python setup\.py egg_info did not run successfully|Encountered error while generating package "
                        r"metadata|Command errored out with exit status \d+: python setup\.py egg_info")
 # NCCL's error trace: each function that returns an error logs "NCCL INFO <file>:<line> -> <ncclResult_t>".
