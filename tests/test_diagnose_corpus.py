@@ -14,6 +14,7 @@ from envcheck.diagnose.engine import Request, diagnose
 CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
 # dev logs whose thread settled a cause that nothing in the log shows; diagnose says "no known cause" for them
 KNOWN_MISSES = {
+    "c1022": "LLaMA-Factory's 'device: cpu, n_gpu: 0' alone; a run on a CPU on purpose prints it too (no rule)",
     "c148": "pip installs torch 1.6.0 with CUDA 10.2 wheels; the thread found the index served a CPU build",
     "c237": "write(): fd 29 failed with Input/output error; the thread found the disk full",
     # cudaErrorLaunchFailure: CUDA's documentation names software faults (bad pointers) as its common causes

@@ -95,7 +95,6 @@ CASES = [
     ("c903", "nccl_error", None),  # nccl-tests: Test CUDA failure ... 'system not yet initialized' (Fabric Manager)
     ("c941", "numpy_abi", "numpy"),  # ComfyUI on Windows: Numpy is not available
     ("c949", "shm_too_small", "mxnet"),  # MXNet DataLoader: Worker timed out ... Insufficient shared_memory
-    ("c1022", "torch_cpu_only", None),  # LLaMA-Factory: Process rank: 0, device: cpu, n_gpu: 0
     ("c962", "cuda_toolkit_mismatch", "flash_attn"),  # FlashAttention is only supported on CUDA 11.6 and above
 ]
 
@@ -289,10 +288,8 @@ PRINTED = [
     ("[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.", "nccl_error"),
     ("OSError: Not enough disk space. Needed: 134.92 GiB (download: 41.97 GiB, generated: 92.95 GiB, post-processed: "
      "Unknown size)", "disk_full"),
-    ("UserWarning: Not enough free disk space to download the file. The expected file size is: 4967.22 MB. The "
-     "target location /root/.cache/huggingface/hub/models--x--y/blobs only has 1203.08 MB free disk space.",
-     "disk_full"),
     ("ValueError: Unknown CUDA arch (8.9) or GPU not supported", "cuda_arch_unsupported"),
+    ("ValueError: Unknown CUDA arch (10.0a) or GPU not supported", "cuda_arch_unsupported"),
     ("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'", "torch_cpu_only"),
     ("RuntimeError: [enforce fail at C:\\cb\\pytorch_1000000000000\\work\\c10\\core\\impl\\alloc_cpu.cpp:72] data. "
      "DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.", "host_oom"),
@@ -308,9 +305,8 @@ PRINTED = [
     ("[rank1]: RuntimeError: Numpy is not available", "numpy_abi"),
     ("RuntimeError: Unable to load inference_core_ops op due to no compute capabilities remaining after filtering",
      "deepspeed_build_failure"),
-    ("[INFO|parser.py:385] 2024-04-11 11:16:12,325 >> Process rank: 0, device: cpu, n_gpu: 0, distributed training: "
-     "False, compute dtype: torch.bfloat16", "torch_cpu_only"),
     ("test: Test CUDA failure common.cu:941 'system not yet initialized'", "nccl_error"),
+    ("node1:2213:2290 [0] include/alloc.h:103 NCCL WARN Cuda failure 802 'system not yet initialized'", "nccl_error"),
     ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
      "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized", "nccl_error"),
     ("            - Insufficient shared_memory if `timeout` is large enough.", "shm_too_small"),
@@ -348,7 +344,7 @@ def test_a_compiler_error_is_a_deepspeed_build_failure_only_in_a_deepspeed_op_bu
         "Building wheel for flash-attn (setup.py) ... \n"
         "csrc/flash_attn/src/flash_fwd_kernel.h:7:10: fatal error: cute/tensor.hpp: No such file or directory\n",
         encoding="utf-8")
-    assert primary(capsys, other)["cause"] != "deepspeed_build_failure"
+    assert primary(capsys, other)["cause"] is None
 
 
 def test_an_alternation_with_a_common_prefix_keeps_an_anchor_per_branch() -> None:
@@ -400,7 +396,7 @@ def test_a_pip_prebuild_of_deepspeed_ops_that_fails_to_compile(tmp_path: Path, c
     other = tmp_path / "flash.log"
     other.write_text("  Building wheel for flash-attn (setup.py): started\n"
                      "  RuntimeError: Error compiling objects for extension\n", encoding="utf-8")
-    assert primary(capsys, other)["cause"] != "deepspeed_build_failure"
+    assert primary(capsys, other)["cause"] is None
 
 
 @pytest.mark.parametrize("text,package", [
@@ -435,7 +431,7 @@ def test_a_failed_pip_build_step_is_deepspeeds_only_when_pip_installs_deepspeed(
     other = tmp_path / "flash.log"
     other.write_text("Collecting deepspeed\n  Using cached deepspeed-0.16.0-py3-none-any.whl\nCollecting flash-attn\n"
                      "  Downloading flash_attn-2.6.3.tar.gz (2.6 MB)\n" + step, encoding="utf-8")
-    assert primary(capsys, other)["cause"] != "deepspeed_build_failure"
+    assert primary(capsys, other)["cause"] is None
 
 
 def test_a_gdb_frame_outside_site_packages_names_the_shared_library(tmp_path: Path, capsys) -> None:
@@ -466,7 +462,7 @@ def test_a_gcc_outside_cudas_bounds_stops_a_deepspeed_op_build(tmp_path: Path, c
         "Building wheel for flash-attn (setup.py) ... error\n"
         "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by "
         "CUDA 12.1. Please make sure to use an adequate version of g++ (>=6.0.0, <13.0).\n", encoding="utf-8")
-    assert primary(capsys, other)["cause"] != "deepspeed_build_failure"
+    assert primary(capsys, other)["cause"] is None
 
 
 def test_a_cuda_out_of_memory_under_an_nccl_error_is_the_gpu_running_out(tmp_path: Path, capsys) -> None:
@@ -482,7 +478,7 @@ def test_a_cuda_out_of_memory_under_an_nccl_error_is_the_gpu_running_out(tmp_pat
     other = tmp_path / "cpu.log"  # TensorFlow running out of host memory is not the GPU
     other.write_text("ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024,1024] and type float on "
                      "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n", encoding="utf-8")
-    assert primary(capsys, other)["cause"] != "gpu_oom"
+    assert primary(capsys, other)["cause"] is None
 
 
 def test_terminal_colours_saved_with_the_log_do_not_hide_a_message(tmp_path: Path, capsys, engine: str) -> None:
@@ -518,7 +514,7 @@ def test_nccls_optional_plugin_probe_is_not_a_missing_library(tmp_path: Path, ca
     log.write_text("gpu1:73025:73025 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object "
                    "file: No such file or directory No plugin found (libnccl-net.so), using internal implementation\n"
                    "step 10 loss 1.2\n", encoding="utf-8")
-    assert primary(capsys, log)["cause"] != "missing_cuda_library"
+    assert primary(capsys, log)["cause"] is None
     real = tmp_path / "real.log"
     real.write_text("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory\n",
                     encoding="utf-8")
@@ -586,3 +582,60 @@ def test_translated_signal_words_agree_between_exit_codes_and_signatures(name: s
     branches = pattern.split("|" + lead)
     words = {re.sub(r"\\(.)", r"\1", b.removeprefix(lead).removesuffix(tail)) for b in branches}
     assert words == set(exitcodes._TRANSLATED[name])
+
+
+# Lines programs print and then go on: a warning, a retry, a probe. None of them is why a run died.
+GOING_ON = [
+    # TensorFlow's start-up: the first (preallocating) attempt fails, a smaller one follows
+    "2024-01-01 10:00:00.000000: E tensorflow/stream_executor/cuda/cuda_driver.cc:837] failed to allocate 10.76G "
+    "(11553934592 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    # NCCL's CUDACHECKIGNORE logs at INFO and continues
+    "gpu1:1234:1234 [0] NCCL INFO init.cc:1472 Cuda failure 'out of memory'",
+    # huggingface_hub's _check_disk_space is a warnings.warn; the download goes on
+    "UserWarning: Not enough free disk space to download the file. The expected file size is: 4967.22 MB. The "
+    "target location /root/.cache/huggingface/hub/models--x--y/blobs only has 1203.08 MB free disk space.",
+    # DeepSpeed v0.19.5 evoformer_attn.is_compatible(verbose=True), as ds_report prints it
+    " [WARNING]  Unable to locate CUTLASS. Install nvidia-cutlass, clone CUTLASS next to DeepSpeed, or set "
+    "CUTLASS_PATH to the CUTLASS checkout.",
+    # HF example scripts and LLaMA-Factory on a machine used on purpose without a GPU
+    "[INFO|parser.py:385] 2024-04-11 11:16:12,325 >> Process rank: 0, device: cpu, n_gpu: 0, distributed training: "
+    "False, compute dtype: torch.bfloat16",
+    "WARNING: logging system not yet initialized",
+]
+
+
+@pytest.mark.parametrize("text", GOING_ON, ids=[str(i) for i in range(len(GOING_ON))])
+def test_lines_a_program_prints_and_goes_on_after_name_no_cause(tmp_path: Path, capsys, text: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("step 1 loss 0.9\n" + text + "\nstep 2 loss 0.8\n", encoding="utf-8")
+    assert primary(capsys, log)["cause"] is None
+
+
+def test_a_deepspeed_op_that_loaded_is_not_blamed_for_a_later_error(tmp_path: Path, capsys) -> None:
+    """The launcher's CalledProcessError ends every failed run; after 'Time to load fused_adam op' the build is done."""
+    log = tmp_path / "run.log"
+    log.write_text(
+        "Creating extension directory /root/.cache/torch_extensions/py310_cu121/fused_adam...\n"
+        "Building extension module fused_adam...\n"
+        "Loading extension module fused_adam...\n"
+        "Time to load fused_adam op: 21.3 seconds\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 10, in <module>\n'
+        "KeyError: 'labels'\n"
+        "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero exit status 1.\n",
+        encoding="utf-8")
+    assert primary(capsys, log)["cause"] is None
+
+
+def test_a_colour_code_cut_by_a_chunk_end_and_a_hyperlink_are_removed(tmp_path: Path, capsys,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from envcheck.diagnose import scan as scan_mod
+
+    monkeypatch.setattr(scan_mod, "CHUNK", 4096)
+    head = b"step 1 loss 0.9\n" * 254  # 4064 bytes: the 4096-byte chunk ends between ESC [ and 1;31m
+    log = tmp_path / "run.log"
+    log.write_bytes(head + b"RuntimeError: CUDA error: out \x1b[1;31mof memory\x1b[0m\n"
+                    b"see \x1b]8;;https://example.org/oom\x07the docs\x1b]8;;\x07\n")
+    report = primary(capsys, log)
+    assert report["cause"] == "gpu_oom"
+    assert "\x1b" not in report["evidence"][0]["text"]

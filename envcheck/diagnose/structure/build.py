@@ -36,7 +36,7 @@ _CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d
 _BUILDING = re.compile(r"Building extension module (?P<op>\w+)")
 # torch.utils.cpp_extension builds each JIT extension in <TORCH_EXTENSIONS_DIR>/<py_cu tag>/<name>/ (the
 # "Creating extension directory .../fused_adam..." and "Emitting ninja build file .../fused_adam/build.ninja").
-_EXT_DIR = re.compile(r"torch_extensions[/\\][\w.-]+[/\\](?P<op>\w+)")
+_EXT_DIR = re.compile(r"torch_extensions(?:[/\\]torch_extensions[/\\]Cache)?[/\\][\w.-]+[/\\](?P<op>\w+)")
 # The names of DeepSpeed's ops: each op_builder/*.py NAME (DeepSpeed v0.19.5-27-gedaa722).
 DS_OPS = frozenset({
     "async_io", "cpu_adagrad", "cpu_adam", "cpu_lion", "cutlass_ops", "dc", "evoformer_attn", "fp_quantizer",
@@ -48,7 +48,8 @@ DS_OPS = frozenset({
 # nvcc's host_config.h "#error -- unsupported GNU version! gcc versions later than N are not supported!"; torch's
 # verify_ninja_availability "Ninja is required to load C++ extensions".
 _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu architecture)|: fatal error: "
-                      r"|subprocess\.CalledProcessError|_run_ninja_build|Error building extension"
+                      # torch's _run_ninja_build re-raises ninja's exit (not a launcher's CalledProcessError)
+                      r"|subprocess\.CalledProcessError: Command '\['ninja'|_run_ninja_build|Error building extension"
                       r"|unsupported GNU version|Ninja is required to load C\+\+ extensions"
                       # torch's BuildExtension (a pip pre-build with DS_BUILD_OPS): _run_ninja_build's error_prefix
                       r"|Error compiling objects for extension"
@@ -57,7 +58,7 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu
                       # torch's _check_cuda_version: a gcc outside the bounds of the CUDA toolkit
                       r"|than the (?:maximum|minimum) required version by CUDA"
                       # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
-                      r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|^ninja: error: ")
+                      r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|(?:^|\s)ninja: error: ")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
 # op's NAME).
@@ -137,15 +138,22 @@ def events(lines: list[Line]) -> list[Event]:
             "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", op))
     if compile_error is None and failed_command is not None and ds_context:
         src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
+        absent = "failed: No such file or directory" in failed_command.text
         found.append(Event(
-            "compiler", "deepspeed_build_failure", 0.65, "Building a DeepSpeed op failed (the compiler exited)",
+            "compiler", "deepspeed_build_failure", 0.65,
+            "Building a DeepSpeed op failed: the compiler is not installed" if absent
+            else "Building a DeepSpeed op failed (the compiler exited)",
+            "Building a DeepSpeed op needs a C++ compiler (and nvcc for CUDA ops), and the one setuptools ran is not "
+            "installed." if absent else
             "The compiler or nvcc failed while building a DeepSpeed op from its csrc/ sources (a pre-build with "
             "DS_BUILD_OPS or a JIT build): often a toolkit, compiler or platform the op does not support.",
+            "Install a compiler (apt install build-essential, or conda install gxx_linux-64) and, for CUDA ops, the "
+            "CUDA toolkit matching torch.version.cuda; or install DeepSpeed without pre-building ops." if absent else
             "Read the first compiler error above this line; skip the op (DS_BUILD_<OP>=0, or install without "
             "DS_BUILD_OPS and let it JIT-build), or build with a gcc and CUDA toolkit the DeepSpeed release supports.",
             failed_command.file, failed_command.number, failed_command.text,
             "setuptools/distutils (error: command ... failed with exit status); DeepSpeed setup.py and op_builder/",
-            f"{src.group('a')}_{src.group('b')}" if src else (ds_ops[0] if ds_ops else names[0] if names else "")))
+            f"{src.group('a')}_{src.group('b')}" if src else _op(ds_ops, names)))
     pip_step = next((x for x in lines if _PIP_STEP.search(x.text)), None)
     if pip_step is not None and _pip_package_before(lines, pip_step).startswith("deepspeed"):
         found.append(Event(
@@ -167,7 +175,7 @@ def events(lines: list[Line]) -> list[Event]:
                 "Read the first compiler error before FAILED; install the CUDA toolkit matching torch.version.cuda "
                 "and a supported gcc, or install the prebuilt op (DS_BUILD_OPS=0 for JIT).",
                 line.file, line.number, line.text, "ninja (FAILED: target); torch/utils/cpp_extension.py",
-                ds_ops[0] if ds_ops else names[0] if names else "", symptom=False))
+                _op(ds_ops, names), symptom=False))
             continue
         ld = _LD.search(line.text)
         if ld:
@@ -193,9 +201,14 @@ def events(lines: list[Line]) -> list[Event]:
                 "Install a CUDA toolkit that supports this GPU (compute_89/90 need 11.8+, compute_100/120 need "
                 "12.8+), or set TORCH_CUDA_ARCH_LIST to architectures this nvcc knows.",
                 line.file, line.number, line.text, "CUDA toolkit nvcc: \"Unsupported gpu architecture\"",
-                ds_ops[0] if ds_ops else names[0] if names else "",
+                ds_ops[0] if ds_ops else "",  # a DeepSpeed op; another build is named by pip's package (BUILT)
                 ("nvcc --version", "nvcc --list-gpu-arch")))
     return found
+
+
+def _op(ds_ops: list[str], names: list[str]) -> str:
+    """The op a build failure is about: a DeepSpeed op when one is named, else the first TORCH_EXTENSION_NAME."""
+    return ds_ops[0] if ds_ops else names[0] if names else ""
 
 
 def _op_name(extension: str) -> str:
