@@ -31,7 +31,15 @@ def anchors(pattern: str) -> tuple[str, ...] | None:
     lead = 0  # `re` factors a prefix common to every branch out of the alternation: 'NCCL (?:Error|error)'
     while lead < len(items) and items[lead][0] is literal:
         lead += 1
-    if lead < len(items) and items[lead][0] is branch and all(op is not branch for op, _ in items[lead + 1:]):
+    # '^(?!.*NCCL INFO).*A|^(?!.*NCCL INFO).*B': `re` factors the shared '^(?!...).*' out too; it holds no literal
+    zero_or_any = {getattr(_sre_parse, name, None) for name in ("AT", "ASSERT", "ASSERT_NOT", "MAX_REPEAT",
+                                                                 "MIN_REPEAT")}
+    skip = 0
+    while lead == 0 and skip < len(items) and items[skip][0] in zero_or_any:
+        skip += 1
+    if 0 < skip < len(items) and items[skip][0] is branch and all(op is not branch for op, _ in items[skip + 1:]):
+        found = tuple(_longest_run(list(sub)) for sub in items[skip][1][1])
+    elif lead < len(items) and items[lead][0] is branch and all(op is not branch for op, _ in items[lead + 1:]):
         prefix = "".join(chr(value) for _, value in items[:lead])
         # the prefix with the branch's own start is the more specific literal ('ncclSend' over ' failed: ')
         found = tuple(prefix + _leading_run(list(sub)) if len(prefix + _leading_run(list(sub))) >= 6

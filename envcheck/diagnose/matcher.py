@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from envcheck.diagnose import literals as literal_extractor
 from envcheck.diagnose.literals import anchors
 from envcheck.diagnose.multimatch import hyperscan_finder
 from envcheck.diagnose.structure.events import ANCHORS as STRUCTURE
@@ -40,7 +41,11 @@ class Matcher:
         signatures = tuple(signatures)
         patterns = tuple(sig.pattern for sig in signatures)  # type: ignore[attr-defined]
         # parsing 100 patterns for their literals is a tenth of a short run: keep the result per user
-        found = memo("anchors", repr(patterns).encode(), lambda: tuple(anchors(p) or () for p in patterns))
+        # keyed by the extractor's own code too: a changed literals.py must not reuse anchors it would not find
+        with open(literal_extractor.__file__, "rb") as handle:
+            extractor = handle.read()
+        found = memo("anchors", repr(patterns).encode() + extractor,
+                     lambda: tuple(anchors(p) or () for p in patterns))
         rules = []
         for sig, literals in zip(signatures, found):
             rules.append(_Rule(sig.id, sig.pattern.encode("utf-8"),  # type: ignore[attr-defined]
