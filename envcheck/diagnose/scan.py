@@ -36,17 +36,23 @@ STAMP_WINDOW = 64 * 1024  # the end of each block in which its last stamp is loo
 _PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})(?!\d)"
                    rb"|:\s+(\d{2,9})\s+(?:Killed|Segmentation fault|Bus error|Aborted)\b")
 MAX_PIDS = 512
-# Terminal colours (ECMA-48 CSI sequences: ESC [ parameters final-byte) that a log saved with tee keeps: DeepSpeed's
-# red "[ERROR]", rich and loguru levels. Removed before matching, so a message coloured mid-phrase still matches;
-# a chunk without ESC (nearly every log) costs one memchr: a one-byte find (a two-byte `in` is 25 times slower).
+# Terminal escapes that a log saved with tee keeps: colours (ECMA-48 CSI: ESC [ parameters final-byte; DeepSpeed's red
+# "[ERROR]", rich and loguru levels) and OSC sequences (ESC ] ... BEL or ESC \\: rich's hyperlinks). Removed before
+# matching, so a message coloured mid-phrase still matches; a chunk without ESC (nearly every log) costs one memchr:
+# a one-byte find (a two-byte `in` is 25 times slower).
 _ESC = b"\x1b"
-_CSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
+_ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 EXCERPT = 4000  # structure lines kept: the first EXCERPT and the last EXCERPT // 4 (bounded memory)
 BLOCKS = 200  # traceback blocks kept: the first BLOCKS and the last BLOCKS // 4
 BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
 BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
 
 Progress = Callable[[str, int, "int | None"], None]
+
+
+def _plain(data: bytes) -> bytes:
+    """DATA without terminal escape sequences (unchanged, and not copied, when it holds no ESC)."""
+    return _ESCAPES.sub(b"", data) if data.find(_ESC) >= 0 else data
 
 
 @dataclass
@@ -315,15 +321,14 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
         carry = b""  # a line cut by the chunk's end, finished by the next chunk
         for chunk in log.chunks(CHUNK):
             total_bytes += len(chunk)
-            if chunk.find(_ESC) >= 0:
-                chunk = _CSI.sub(b"", chunk)
+            chunk = _plain(chunk)
             lo = 0
             if carry:
                 nl = chunk.find(b"\n")
                 if nl < 0:
                     carry, lo = carry + chunk, len(chunk)
                 else:  # the cut line alone, then the chunk in place from its second line
-                    scanner.block(carry + chunk[:nl + 1], complete=True)
+                    scanner.block(_plain(carry + chunk[:nl + 1]), complete=True)  # a sequence cut by the chunk end
                     carry, lo = b"", nl + 1
             if lo < len(chunk):
                 cut = chunk.rfind(b"\n", lo) + 1
@@ -338,7 +343,7 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
             if progress is not None:
                 progress(log.name, log.position(), log.size)
         if carry:
-            scanner.block(carry + b"\n", complete=True)
+            scanner.block(_plain(carry) + b"\n", complete=True)
         scanner.finish()
         total_lines += scanner.line - 1
         scanner.pids(scanner.recent)
