@@ -159,7 +159,9 @@ def test_a_hang_stopped_by_a_signal_to_the_guard(tmp_path: Path, sent: signal.Si
     assert pm["exit"]["signal"] == sent.name and json.loads(stdout)["postmortem"]
 
 
-_HOG = ("import os, time\nprint('pid', os.getpid(), flush=True)\nb = []\n"
+# It waits a second before it grows: bash moves itself into the cgroup just before exec, and a guard sampler that
+# is slow to start (a loaded CI machine) must see it there before the kill, as it sees any job started in one.
+_HOG = ("import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(1)\nb = []\n"
         "while True:\n    b.append(bytearray(4 << 20))\n    time.sleep(0.05)\n")
 
 
