@@ -117,6 +117,23 @@ def test_neither_window_nor_pids_keeps_every_event(capsys) -> None:
     assert any("Killed process 17516" in t for t in kernel_texts(doc))
 
 
+def test_without_window_or_pids_a_run_that_shows_its_own_error_is_not_blamed_on_the_kernel_log(
+        tmp_path: Path, capsys) -> None:
+    """A timestamp-less log that ends in its own traceback died of that; the machine's OOM kills cannot be placed in
+    it. The same log ending abruptly (no error of its own) keeps them: they may be its death."""
+    own = tmp_path / "own.log"
+    own.write_text("epoch 1 step 10 loss 1.23\nTraceback (most recent call last):\n  File \"train.py\", line 88, "
+                   "in <module>\n    main()\nKeyError: 'labels'\n", encoding="utf-8")
+    code, doc = run_json(capsys, str(own), "--kernel-log", str(ISO_KILLS))
+    assert code == 0 and doc["causes"] == [] and "KeyError" in doc["first_exception"]["text"]
+    [ignored] = doc["ignored"]
+    assert (ignored["kind"], ignored["reason"], ignored["count"]) == ("oom_kill", "window_unknown", 2)
+    abrupt = tmp_path / "abrupt.log"
+    abrupt.write_text("epoch 1 step 10 loss 1.23\nepoch 1 step 11 loss 1.21\n", encoding="utf-8")
+    code, doc = run_json(capsys, str(abrupt), "--kernel-log", str(ISO_KILLS))
+    assert doc["causes"][0]["cause"] == "host_oom" and doc["ignored"] == []
+
+
 def test_pids_named_by_the_log_match_the_kernel(capsys) -> None:
     # DeepSpeed's launcher: "process 2994 spawned" and "Killing subprocess 2994"; the kernel killed 2994.
     code, doc = run_json(capsys, str(RECORDED / "deepspeed-oom.log"),

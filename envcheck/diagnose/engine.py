@@ -57,8 +57,10 @@ def diagnose(request: Request, progress: Progress | None = None,
         events, why = kernel.read_system(reference=reference)
         skipped += [why] if why else []
     ignored: tuple[Ignored, ...] = ()
+    structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks)) if result else ([], [])
     if events is not None:
-        events, ignored, notes = window.judge(events, run)
+        own_error = any(not tb.symptom for tb in parsed)
+        events, ignored, notes = window.judge(events, run, own_error)
         run = replace(run, notes=run.notes + notes)
 
     core_report = None
@@ -81,7 +83,6 @@ def diagnose(request: Request, progress: Progress | None = None,
         exit_info = exitcodes.ExitInfo(None, core_report.signal, f"the core says: {core_report.signal}")
 
     findings = _findings(request, matrix, capture, skipped)
-    structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks)) if result else ([], [])
     causes = combine(result, signatures, exit_info, events, core_report, log_pids | run.pids, findings,
                      tuple(structured))
     first = structure.first_error(list(result.excerpt), parsed) if result else None

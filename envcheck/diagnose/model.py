@@ -109,7 +109,7 @@ class Ignored:
 
     source: str  # "kernel" | "core"
     kind: str  # "oom_kill" | "segfault" | "core"
-    reason: str  # "before_window" | "after_window" | "other_process"
+    reason: str  # "before_window" | "after_window" | "other_process" | "window_unknown"
     count: int
     first: datetime | None
     last: datetime | None

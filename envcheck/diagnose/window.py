@@ -11,7 +11,10 @@ The rule, for each OOM kill or segfault:
    torchrun, ...: a dataloader worker or a rank has its own pid) AND its time is known to be inside the window.
    Otherwise it is ignored as another process's.
 3. An event whose time is unknown (seconds since boot and no boot time) is not judged by time.
-4. With neither a window nor pids, every event is kept (and counts little unless the exit status agrees).
+4. With neither a window nor pids, every event is kept (and counts little unless the exit status agrees),
+   unless the logs show the run's own error (a real exception, not a launcher's summary): then the run died of
+   that, and an OOM kill or segfault that cannot be placed in its time is another process's history (ignored,
+   reason "window_unknown").
 """
 
 from __future__ import annotations
@@ -53,11 +56,18 @@ def build(scan: ScanResult | None, since: datetime | None, until: datetime | Non
                      tuple(notes))
 
 
-def judge(events: KernelEvents, window: RunWindow) -> tuple[KernelEvents, tuple[Ignored, ...], tuple[str, ...]]:
-    """Keep the run's events (rule in the module docstring); count the rest per kind and reason."""
+def judge(events: KernelEvents, window: RunWindow,
+          own_error: bool = False) -> tuple[KernelEvents, tuple[Ignored, ...], tuple[str, ...]]:
+    """Keep the run's events (rule in the module docstring); count the rest per kind and reason. OWN_ERROR: the
+    logs show a real exception of their own."""
     notes: list[str] = []
     if not window.timed and not window.pids:
-        return events, (), ()
+        if not own_error or not (events.oom_kills or events.segfaults):
+            return events, (), ()
+        placed = (("oom_kill", events.oom_kills), ("segfault", events.segfaults))
+        ignored = tuple(_ignored(kind, "window_unknown", [(r.time, r.pid) for r in records], window)  # type: ignore
+                        for kind, records in placed if records)
+        return replace(events, oom_kills=(), segfaults=()), ignored, ()
     if window.timed and events.clock == "monotonic" and events.boot is None and (events.oom_kills or events.segfaults):
         notes.append(f"{events.source} is stamped in seconds since boot and its boot time is unknown: its events "
                      f"are not filtered by time (give --boot-time, or save it with `dmesg --time-format iso`)")
@@ -110,6 +120,8 @@ def describe(kind: str, reason: str, count: int, first: datetime | None, last: d
         why = f"before the run's window (from {show(window.lower)})"
     elif reason == "after_window":
         why = f"after the run's window (until {show(window.upper)})"
+    elif reason == "window_unknown":
+        why = "that cannot be placed in the run (no timestamps or pids in the logs, which show the run's own error)"
     else:
         shown = ", ".join(str(p) for p in pids[:5]) + (", ..." if len(pids) > 5 else "")
         run = ", ".join(str(p) for p in sorted(window.pids)[:5]) + (", ..." if len(window.pids) > 5 else "")
