@@ -91,6 +91,25 @@ def test_memo_builds_once_per_material(cache: Path, monkeypatch: pytest.MonkeyPa
     assert len(calls) == 3
 
 
+def test_memo_rebuilds_when_the_code_it_names_changes(cache: Path, tmp_path: Path) -> None:
+    """The anchors' entry is keyed by literals.py too: an extractor edited within one version must not be served
+    the anchors its old code found."""
+    from envcheck.matrix.cache import memo
+
+    source = tmp_path / "extractor.py"
+    source.write_text("def anchors(): return 1\n")
+    calls: list[int] = []
+
+    def build() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert memo("test-code", b"abc", build, code=(str(source),)) == 1
+    assert memo("test-code", b"abc", build, code=(str(source),)) == 1  # unchanged code: the cached entry
+    source.write_text("def anchors(): return 2\n")
+    assert memo("test-code", b"abc", build, code=(str(source),)) == 2
+
+
 def test_a_cached_hyperscan_database_finds_what_a_fresh_one_does(cache: Path) -> None:
     pytest.importorskip("hyperscan", reason="no hyperscan wheel (a dependency on Linux x86-64/aarch64 only)")
     from envcheck.diagnose.multimatch import hyperscan_finder

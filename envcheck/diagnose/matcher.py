@@ -42,10 +42,8 @@ class Matcher:
         patterns = tuple(sig.pattern for sig in signatures)  # type: ignore[attr-defined]
         # parsing 100 patterns for their literals is a tenth of a short run: keep the result per user
         # keyed by the extractor's own code too: a changed literals.py must not reuse anchors it would not find
-        with open(literal_extractor.__file__, "rb") as handle:
-            extractor = handle.read()
-        found = memo("anchors", repr(patterns).encode() + extractor,
-                     lambda: tuple(anchors(p) or () for p in patterns))
+        found = memo("anchors", repr(patterns).encode(), lambda: tuple(anchors(p) or () for p in patterns),
+                     code=(literal_extractor.__file__,))
         rules = []
         for sig, literals in zip(signatures, found):
             rules.append(_Rule(sig.id, sig.pattern.encode("utf-8"),  # type: ignore[attr-defined]

@@ -38,13 +38,21 @@ def cached(directory: str, names: Iterable[str], options: tuple[object, ...], bu
     return memo(_PREFIX.rstrip("-"), material, build)
 
 
-def memo(kind: str, material: bytes, build: Callable[[], T]) -> T:
-    """BUILD's result for MATERIAL (the bytes it is derived from), from the cache when it was built before."""
+def memo(kind: str, material: bytes, build: Callable[[], T], code: tuple[str, ...] = ()) -> T:
+    """BUILD's result for MATERIAL (the bytes it is derived from), from the cache when it was built before. CODE:
+    source files of BUILD whose bytes key the entry too, so that changed code within one version rebuilds it."""
     if os.environ.get("ENVCHECK_NO_CACHE"):
         return build()
     from envcheck import __version__
 
-    digest = hashlib.sha256(repr((__version__, sys.version, kind)).encode() + material).hexdigest()[:32]
+    hasher = hashlib.sha256(repr((__version__, sys.version, kind)).encode() + material)
+    for source in code:
+        try:
+            with open(source, "rb") as handle:
+                hasher.update(handle.read())
+        except OSError:  # a zipped or frozen install: the version alone keys it
+            pass
+    digest = hasher.hexdigest()[:32]
     path = os.path.join(cache_dir(), f"{kind}-{digest}.pickle")
     try:
         with open(path, "rb") as handle:
