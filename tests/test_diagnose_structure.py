@@ -23,6 +23,13 @@ def primary(capsys: pytest.CaptureFixture[str], path: Path) -> dict:
     return causes[0] if causes else {"cause": None, "library": None}
 
 
+def primary_of(capsys: pytest.CaptureFixture[str], folder: Path, text: str, name: str = "run.log") -> dict:
+    """The primary cause of a log that holds TEXT (written to FOLDER/NAME)."""
+    log = folder / name
+    log.write_text(text, encoding="utf-8")
+    return primary(capsys, log)
+
+
 # (dev log, cause, library or None): one per class of miss issue 17 lists, and an Xid line
 CASES = [
     ("c010", "missing_cuda_library", "libcurand"),  # ld: cannot find -lcurand while DeepSpeed builds cpu_adam
@@ -324,9 +331,7 @@ PRINTED = [
 
 @pytest.mark.parametrize("text,cause", PRINTED, ids=[c + "-" + str(i) for i, (_, c) in enumerate(PRINTED)])
 def test_lines_as_their_programs_print_them(tmp_path: Path, capsys, engine: str, text: str, cause: str) -> None:
-    log = tmp_path / "run.log"
-    log.write_text("step 1 loss 0.9\n" + text + "\n", encoding="utf-8")
-    assert primary(capsys, log)["cause"] == cause
+    assert primary_of(capsys, tmp_path, "step 1 loss 0.9\n" + text + "\n")["cause"] == cause
 
 
 def test_a_compiler_error_is_a_deepspeed_build_failure_only_in_a_deepspeed_op_build(tmp_path: Path, capsys) -> None:
@@ -467,18 +472,17 @@ def test_a_gcc_outside_cudas_bounds_stops_a_deepspeed_op_build(tmp_path: Path, c
 
 def test_a_cuda_out_of_memory_under_an_nccl_error_is_the_gpu_running_out(tmp_path: Path, capsys) -> None:
     """torch prints NCCL's 'Last error' after its own reading: the out-of-memory explains the NCCL error."""
-    log = tmp_path / "run.log"
-    log.write_text(
-        "[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
-        "ProcessGroupNCCL.cpp:3356, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.26.2\n"
-        "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
-        "[rank1]: Last error:\n"
-        "[rank1]: Cuda failure 2 'out of memory'\n", encoding="utf-8")
-    assert primary(capsys, log)["cause"] == "gpu_oom"
-    other = tmp_path / "cpu.log"  # TensorFlow running out of host memory is not the GPU
-    other.write_text("ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024,1024] and type float on "
-                     "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n", encoding="utf-8")
-    assert primary(capsys, other)["cause"] is None
+    assert primary_of(capsys, tmp_path,
+                      "[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/"
+                      "c10d/ProcessGroupNCCL.cpp:3356, unhandled cuda error (run with NCCL_DEBUG=INFO for details), "
+                      "NCCL version 2.26.2\n"
+                      "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+                      "[rank1]: Last error:\n"
+                      "[rank1]: Cuda failure 2 'out of memory'\n")["cause"] == "gpu_oom"
+    # TensorFlow running out of host memory is not the GPU
+    assert primary_of(capsys, tmp_path, "ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024,1024] "
+                      "and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n",
+                      "cpu.log")["cause"] is None
 
 
 def test_terminal_colours_saved_with_the_log_do_not_hide_a_message(tmp_path: Path, capsys, engine: str) -> None:
@@ -606,25 +610,21 @@ GOING_ON = [
 
 @pytest.mark.parametrize("text", GOING_ON, ids=[str(i) for i in range(len(GOING_ON))])
 def test_lines_a_program_prints_and_goes_on_after_name_no_cause(tmp_path: Path, capsys, text: str) -> None:
-    log = tmp_path / "run.log"
-    log.write_text("step 1 loss 0.9\n" + text + "\nstep 2 loss 0.8\n", encoding="utf-8")
-    assert primary(capsys, log)["cause"] is None
+    assert primary_of(capsys, tmp_path, "step 1 loss 0.9\n" + text + "\nstep 2 loss 0.8\n")["cause"] is None
 
 
 def test_a_deepspeed_op_that_loaded_is_not_blamed_for_a_later_error(tmp_path: Path, capsys) -> None:
     """The launcher's CalledProcessError ends every failed run; after 'Time to load fused_adam op' the build is done."""
-    log = tmp_path / "run.log"
-    log.write_text(
-        "Creating extension directory /root/.cache/torch_extensions/py310_cu121/fused_adam...\n"
-        "Building extension module fused_adam...\n"
-        "Loading extension module fused_adam...\n"
-        "Time to load fused_adam op: 21.3 seconds\n"
-        "Traceback (most recent call last):\n"
-        '  File "train.py", line 10, in <module>\n'
-        "KeyError: 'labels'\n"
-        "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero exit status 1.\n",
-        encoding="utf-8")
-    assert primary(capsys, log)["cause"] is None
+    assert primary_of(capsys, tmp_path,
+                      "Creating extension directory /root/.cache/torch_extensions/py310_cu121/fused_adam...\n"
+                      "Building extension module fused_adam...\n"
+                      "Loading extension module fused_adam...\n"
+                      "Time to load fused_adam op: 21.3 seconds\n"
+                      "Traceback (most recent call last):\n"
+                      '  File "train.py", line 10, in <module>\n'
+                      "KeyError: 'labels'\n"
+                      "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero "
+                      "exit status 1.\n")["cause"] is None
 
 
 def test_a_colour_code_cut_by_a_chunk_end_and_a_hyperlink_are_removed(tmp_path: Path, capsys,
