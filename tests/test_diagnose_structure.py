@@ -326,12 +326,30 @@ PRINTED = [
      "Transformers is out of date.", "version_conflict"),
     ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run `pip install "
      "transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "version_conflict"),
+    # a paste that starts or ends mid-message: the lines of a message that still name its cause
+    ("FAILED: cpu_adam.o ", "deepspeed_build_failure"),  # ninja's failed edge: an object of a DeepSpeed op
+    ("FAILED: fused_adam_frontend.o", "deepspeed_build_failure"),
+    ("[rank0]: subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
+     "deepspeed_build_failure"),
+    ("downgrade to 'numpy<2' or try to upgrade the affected module.", "numpy_abi"),
+    ("We expect that some modules will need time to support NumPy 2.", "numpy_abi"),
+    ("AttributeError: _ARRAY_API not found", "numpy_abi"),
+    ("      PyTorch (11.3). Please make sure to use the same CUDA versions.", "cuda_toolkit_mismatch"),
+    ("ImportError: This example requires a source install from HuggingFace Transformers (see "
+     "`https://huggingface.co/docs/transformers/installation#install-from-source`), but the version found is 4.39.1.",
+     "version_conflict"),
 ]
 
 
 @pytest.mark.parametrize("text,cause", PRINTED, ids=[c + "-" + str(i) for i, (_, c) in enumerate(PRINTED)])
 def test_lines_as_their_programs_print_them(tmp_path: Path, capsys, engine: str, text: str, cause: str) -> None:
     assert primary_of(capsys, tmp_path, "step 1 loss 0.9\n" + text + "\n")["cause"] == cause
+
+
+@pytest.mark.parametrize("target", ["utils.o", "dc.o", "main.o", "flash_api.o"])
+def test_a_failed_object_of_another_build_is_not_read_as_a_deepspeed_op(tmp_path: Path, capsys, target: str) -> None:
+    """DeepSpeed's op names 'utils' and 'dc' are ordinary file names: ninja failing on them says nothing of DeepSpeed."""
+    assert primary_of(capsys, tmp_path, f"FAILED: {target}\nninja: build stopped: subcommand failed.\n")["cause"] is None
 
 
 def test_a_compiler_error_is_a_deepspeed_build_failure_only_in_a_deepspeed_op_build(tmp_path: Path, capsys) -> None:

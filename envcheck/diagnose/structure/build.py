@@ -59,6 +59,8 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu
                       r"|than the (?:maximum|minimum) required version by CUDA"
                       # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
                       r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|(?:^|\s)ninja: error: ")
+# torch.utils.cpp_extension's _run_ninja_build: ninja's CalledProcessError, re-raised as "Error building extension".
+_TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Error building extension '")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
 # op's NAME).
@@ -154,6 +156,15 @@ def events(lines: list[Line]) -> list[Event]:
             failed_command.file, failed_command.number, failed_command.text,
             "setuptools/distutils (error: command ... failed with exit status); DeepSpeed setup.py and op_builder/",
             f"{src.group('a')}_{src.group('b')}" if src else _op(ds_ops, names)))
+    jit = next((line for line in lines if _TORCH_JIT.search(line.text)), None) if not deepspeed else None
+    if compile_error is None and failed_command is None and jit is not None:
+        found.append(Event(
+            "compiler", "deepspeed_build_failure", 0.5, "Building a compiled op failed (ninja)",
+            "torch.utils.cpp_extension's JIT build of an extension stopped (ninja exited non-zero): in a training "
+            "run usually a DeepSpeed op built at start-up; the compiler's first error above says why.",
+            "Read the first compiler error; install a gcc and CUDA toolkit the extension supports (nvcc's CUDA "
+            "matching torch.version.cuda), or use a prebuilt op.",
+            jit.file, jit.number, jit.text, "torch/utils/cpp_extension.py (_run_ninja_build)", _op(ds_ops, names)))
     pip_step = next((x for x in lines if _PIP_STEP.search(x.text)), None)
     if pip_step is not None and _pip_package_before(lines, pip_step).startswith("deepspeed"):
         found.append(Event(
@@ -167,7 +178,8 @@ def events(lines: list[Line]) -> list[Event]:
             "pip operations/build (metadata and build-requirement hooks); DeepSpeed setup.py", "deepspeed"))
     for line in lines:
         failed = _FAILED.search(line.text)
-        if failed and (names or ".cuda.o" in failed.group("target") or ".so" in failed.group("target")):
+        target_op = _target_op(failed.group("target")) if failed else ""
+        if failed and (names or target_op or ".cuda.o" in failed.group("target") or ".so" in failed.group("target")):
             found.append(Event(
                 "ninja", "deepspeed_build_failure", 0.6, "Building a compiled op failed (ninja)",
                 "ninja could not build a torch C++/CUDA extension (a DeepSpeed op JIT-build or a source install); "
@@ -175,7 +187,7 @@ def events(lines: list[Line]) -> list[Event]:
                 "Read the first compiler error before FAILED; install the CUDA toolkit matching torch.version.cuda "
                 "and a supported gcc, or install the prebuilt op (DS_BUILD_OPS=0 for JIT).",
                 line.file, line.number, line.text, "ninja (FAILED: target); torch/utils/cpp_extension.py",
-                _op(ds_ops, names), symptom=False))
+                target_op or _op(ds_ops, names), symptom=False))
             continue
         ld = _LD.search(line.text)
         if ld:
@@ -226,6 +238,13 @@ def _file_op(text: str) -> str:
         return ""
     stem = found.group("stem")
     return max((op for op in DS_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
+
+
+def _target_op(target: str) -> str:
+    """The DeepSpeed op a ninja target is an object of: cpu_adam.o, fused_adam_frontend.o -> cpu_adam, fused_adam."""
+    stem = re.split(r"[/\\]", target)[-1].split(".")[0]
+    ops = DS_OPS - {"utils", "dc"}  # names any project's objects may have
+    return max((op for op in ops if stem == op or stem.startswith(op + "_")), key=len, default="")
 
 
 def _pip_package_before(lines: list[Line], step: Line) -> str:

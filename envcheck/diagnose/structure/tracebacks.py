@@ -85,7 +85,7 @@ _MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatc
 _DS_OP = re.compile(r"deepspeed[/\\]ops[/\\](?!op_builder)\w+[/\\](?P<op>\w+)\.py")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
 ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
-           b"does not match the version torch")
+           b"does not match the version torch", b"but the version found is")
 _LOOSE = re.compile(r"^\W{0,3}(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))?:?\s*(?P<msg>.*)$")
 
 
