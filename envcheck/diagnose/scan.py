@@ -51,8 +51,13 @@ Progress = Callable[[str, int, "int | None"], None]
 
 
 def _plain(data: bytes) -> bytes:
-    """DATA without terminal escape sequences (unchanged, and not copied, when it holds no ESC)."""
-    return _ESCAPES.sub(b"", data) if data.find(_ESC) >= 0 else data
+    """DATA without terminal escape sequences and with Windows line ends (CRLF) as LF, so that a pattern's `$` and
+    NCCL's ' -> 2\n' hold in a log saved on Windows (unchanged, and not copied, when it holds no ESC and no CR)."""
+    if data.find(_ESC) >= 0:
+        data = _ESCAPES.sub(b"", data)
+    if data.find(b"\r") >= 0:  # a lone CR (a progress bar redrawn) stays
+        data = data.replace(b"\r\n", b"\n")
+    return data
 
 
 @dataclass
