@@ -326,6 +326,10 @@ PRINTED = [
      "Transformers is out of date.", "version_conflict"),
     ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run `pip install "
      "transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "version_conflict"),
+    ("OSError: [WinError 112] Espacio en disco insuficiente: 'C:\\out\\checkpoint-500'", "disk_full"),
+    ("    Espacio en disco insuficiente. (os error 112)", "disk_full"),  # a Rust program's io::Error on Windows
+    ("    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cpu)", "torch_cpu_only"),  # xformers' build report
+    ("Ultralytics YOLOv8.1.3 Python-3.10.11 torch-2.1.0+cpu CPU", "torch_cpu_only"),
     # a paste that starts or ends mid-message: the lines of a message that still name its cause
     ("FAILED: cpu_adam.o ", "deepspeed_build_failure"),  # ninja's failed edge: an object of a DeepSpeed op
     ("FAILED: fused_adam_frontend.o", "deepspeed_build_failure"),

@@ -25,7 +25,8 @@ _PIP = re.compile(r"ERROR: Cannot install (?P<what>.+?) because these package ve
 # but found {pkg}=={got}".
 _REQUIRE = re.compile(r"(?P<req>[\w.-]+)[<>=!~]=?[\w.*]+ is required for a normal functioning of this module, "
                       r"but found (?P<pkg>[\w.-]+)==(?P<got>\S+)")
-_CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version)?\s*[:=]*\s*v?(?P<v>\d+\.\d+(?:\.\d+)?)\+cpu\b")
+# "torch 2.1.0+cpu", "PyTorch version: 2.1.0+cpu", "torch==2.1.0+cpu", Ultralytics' "torch-2.1.0+cpu"
+_CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version)?(?:\s*[:=]*\s*|-)v?(?P<v>\d+\.\d+(?:\.\d+)?)\+cpu\b")
 _NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]")
 _SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory", re.I)
 _DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
