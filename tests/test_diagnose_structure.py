@@ -330,6 +330,16 @@ PRINTED = [
     ("    Espacio en disco insuficiente. (os error 112)", "disk_full"),  # a Rust program's io::Error on Windows
     ("    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cpu)", "torch_cpu_only"),  # xformers' build report
     ("Ultralytics YOLOv8.1.3 Python-3.10.11 torch-2.1.0+cpu CPU", "torch_cpu_only"),
+    ("ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
+     "/root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so)", "segfault_abi_mismatch"),
+    ("NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be "
+     "because the operator doesn't exist for this backend, or was omitted during the selective/custom build process "
+     "(if using custom build).", "torch_cpu_only"),
+    ("WARNING: No libcudart.so found! Install CUDA or the cudatoolkit package (anaconda)!", "missing_cuda_library"),
+    ('  File "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py", line 1533, in _run_ninja_build',
+     "deepspeed_build_failure"),
+    ("  /usr/bin/ld: cannot find /tmp/pip-install-x/deepspeed_1/build/temp.linux-x86_64-3.10/csrc/adam/"
+     "fused_adam_frontend.o: No such file or directory", "deepspeed_build_failure"),
     # a paste that starts or ends mid-message: the lines of a message that still name its cause
     ("FAILED: cpu_adam.o ", "deepspeed_build_failure"),  # ninja's failed edge: an object of a DeepSpeed op
     ("FAILED: fused_adam_frontend.o", "deepspeed_build_failure"),
@@ -627,6 +637,12 @@ GOING_ON = [
     "[INFO|parser.py:385] 2024-04-11 11:16:12,325 >> Process rank: 0, device: cpu, n_gpu: 0, distributed training: "
     "False, compute dtype: torch.bfloat16",
     "WARNING: logging system not yet initialized",
+    # bitsandbytes 0.41.0 cuda_setup/main.py logs this for CONDA_PREFIX whether or not it found libcudart there
+    "/opt/conda did not contain ['libcudart.so', 'libcudart.so.11.0', 'libcudart.so.12.0'] as expected! Searching "
+    "further paths...",
+    "CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup paths...",
+    # GNU ld missing an object outside a DeepSpeed build says nothing of DeepSpeed
+    "/usr/bin/ld: cannot find build/temp.linux-x86_64-3.10/src/main.o: No such file or directory",
 ]
 
 

@@ -11,6 +11,9 @@ from envcheck import proc
 
 _UNDEFINED = re.compile(r"(?P<lib>[^\s:'\"]+\.so[^\s:]*): undefined symbol: (?P<sym>\S+)")
 _MISSING = re.compile(r"(?P<lib>[^\s:'\"]+\.so[^\s:]*): cannot open shared object file")
+# glibc elf/dl-version.c: "version `GLIBCXX_3.4.29' not found (required by /.../cpu_adam.so)": the library that
+# needs the newer libstdc++/glibc is the one to blame.
+_VERSION_NEEDED = re.compile(r"version .?(?:GLIBCXX|CXXABI|GLIBC)_[\d.]+. not found \(required by (?P<lib>[^)\s]+)\)")
 
 
 @functools.lru_cache(maxsize=64)
@@ -63,7 +66,7 @@ def so_name(path: str) -> str:
 def library_of(text: str) -> str:
     """The library a loader/linker/import line names: flash_attn_2_cuda (an extension's .so), libcudnn (a missing
     .so.N), libcurand (ld's -lcurand), the missing module; "" when it names none."""
-    for regex in (_UNDEFINED, _MISSING):
+    for regex in (_UNDEFINED, _MISSING, _VERSION_NEEDED):
         found = regex.search(text)
         if found:
             path = found.group("lib")

@@ -7,7 +7,7 @@ import re
 
 from envcheck.diagnose.structure.model import Event, Line
 
-ANCHORS = (b"cannot find -l", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
+ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
            b"' failed with exit code", b"' failed with exit status", b"' failed: No such file or directory", b"-Icsrc/includes", b"Building extension module ",
            b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
@@ -58,13 +58,17 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu
                       # torch's _check_cuda_version: a gcc outside the bounds of the CUDA toolkit
                       r"|than the (?:maximum|minimum) required version by CUDA"
                       # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
-                      r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|(?:^|\s)ninja: error: ")
+                      r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|(?:^|\s)ninja: error: "
+                      # GNU ld missing an input object: its compile step did not produce it
+                      r"|\bld: cannot find \S+\.o: No such file or directory")
 # torch.utils.cpp_extension's _run_ninja_build: ninja's CalledProcessError, re-raised as "Error building extension".
-_TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Error building extension '")
+# A traceback through _run_ninja_build: the function raises only when ninja failed.
+_TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Error building extension '"
+                        r"|, in _run_ninja_build\b")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
 # op's NAME).
-_DS_FILE = re.compile(r"csrc[/\\]\w+[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|cpp|cc|h)\b")
+_DS_FILE = re.compile(r"csrc[/\\]\w+[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|cpp|cc|h|o)\b")  # a source, or its object
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
 _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit (?:code|status) -?\d+"
