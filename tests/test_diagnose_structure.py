@@ -330,6 +330,8 @@ PRINTED = [
     ("    Espacio en disco insuficiente. (os error 112)", "disk_full"),  # a Rust program's io::Error on Windows
     ("    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cpu)", "torch_cpu_only"),  # xformers' build report
     ("Ultralytics YOLOv8.1.3 Python-3.10.11 torch-2.1.0+cpu CPU", "torch_cpu_only"),
+    ("Requirement already satisfied: torch in c:\\python310\\lib\\site-packages (2.1.0+cpu)", "torch_cpu_only"),
+    ("'2.3.1+cpu'", "torch_cpu_only"),  # the REPL's answer to torch.__version__
     ("ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
      "/root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so)", "segfault_abi_mismatch"),
     ("NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be "

@@ -25,8 +25,12 @@ _PIP = re.compile(r"ERROR: Cannot install (?P<what>.+?) because these package ve
 # but found {pkg}=={got}".
 _REQUIRE = re.compile(r"(?P<req>[\w.-]+)[<>=!~]=?[\w.*]+ is required for a normal functioning of this module, "
                       r"but found (?P<pkg>[\w.-]+)==(?P<got>\S+)")
-# "torch 2.1.0+cpu", "PyTorch version: 2.1.0+cpu", "torch==2.1.0+cpu", Ultralytics' "torch-2.1.0+cpu"
-_CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version)?(?:\s*[:=]*\s*|-)v?(?P<v>\d+\.\d+(?:\.\d+)?)\+cpu\b")
+# "torch 2.1.0+cpu", "PyTorch version: 2.1.0+cpu", "torch==2.1.0+cpu", Ultralytics' "torch-2.1.0+cpu",
+# "torch.__version__ = 2.1.0+cpu"; pip's "Requirement already satisfied: torch in <site-packages> (2.1.0+cpu)"; the
+# answer to print(torch.__version__) on a line of its own ("2.1.0+cpu", or the REPL's '2.1.0+cpu').
+_CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version|\.__version__)?(?:\s*[:=]*\s*|-)v?\d+\.\d+(?:\.\d+)?"
+                        r"\+cpu\b|\btorch(?:vision|audio)? in \S.*\(\d+\.\d+(?:\.\d+)?\+cpu\)"
+                        r"|^\W{0,4}'?\d+\.\d+\.\d+\+cpu'?\s*$")
 _NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]")
 _SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory", re.I)
 _DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
