@@ -329,7 +329,9 @@ PRINTED = [
     ("OSError: [WinError 112] Espacio en disco insuficiente: 'C:\\out\\checkpoint-500'", "disk_full"),
     ("    Espacio en disco insuficiente. (os error 112)", "disk_full"),  # a Rust program's io::Error on Windows
     ("    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cpu)", "torch_cpu_only"),  # xformers' build report
-    ("Ultralytics YOLOv8.1.3 Python-3.10.11 torch-2.1.0+cpu CPU", "torch_cpu_only"),
+    ("Ultralytics YOLOv8.1.3 Python-3.10.11 torch-2.1.0+cpu\nAn Error occurred: Invalid CUDA 'device=0' requested. Use "
+     "'device=cpu' or pass valid CUDA device(s) if available, i.e. 'device=0' or 'device=0,1,2,3' for Multi-GPU.",
+     "torch_cpu_only"),  # the CPU build's banner, and CUDA asked for
     ("Requirement already satisfied: torch in c:\\python310\\lib\\site-packages (2.1.0+cpu)", "torch_cpu_only"),
     ("'2.3.1+cpu'", "torch_cpu_only"),  # the REPL's answer to torch.__version__
     ("ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
@@ -337,7 +339,6 @@ PRINTED = [
     ("NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be "
      "because the operator doesn't exist for this backend, or was omitted during the selective/custom build process "
      "(if using custom build).", "torch_cpu_only"),
-    ("WARNING: No libcudart.so found! Install CUDA or the cudatoolkit package (anaconda)!", "missing_cuda_library"),
     ('  File "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py", line 1533, in _run_ninja_build',
      "deepspeed_build_failure"),
     ("  /usr/bin/ld: cannot find /tmp/pip-install-x/deepspeed_1/build/temp.linux-x86_64-3.10/csrc/adam/"
@@ -362,10 +363,27 @@ def test_lines_as_their_programs_print_them(tmp_path: Path, capsys, engine: str,
     assert primary_of(capsys, tmp_path, "step 1 loss 0.9\n" + text + "\n")["cause"] == cause
 
 
-@pytest.mark.parametrize("target", ["utils.o", "dc.o", "main.o", "flash_api.o"])
+@pytest.mark.parametrize("target", ["utils.o", "dc.o", "main.o", "flash_api.o",
+                                    "CMakeFiles/ctranslate2.dir/src/layers/transformer.cc.o",
+                                    "src/CMakeFiles/mylib.dir/quantizer.cpp.o",
+                                    "/src/mylib/build/temp.linux-x86_64-cpython-310/csrc/ops/utils.o"])
 def test_a_failed_object_of_another_build_is_not_read_as_a_deepspeed_op(tmp_path: Path, capsys, target: str) -> None:
-    """DeepSpeed's op names 'utils' and 'dc' are ordinary file names: ninja failing on them says nothing of DeepSpeed."""
+    """DeepSpeed's op names ('utils', 'dc', 'transformer', 'quantizer') are ordinary file names: only a bare object of
+    torch's JIT build file (cpu_adam.o) names an op; ninja failing on another project's says nothing of DeepSpeed."""
     assert primary_of(capsys, tmp_path, f"FAILED: {target}\nninja: build stopped: subcommand failed.\n")["cause"] is None
+
+
+def test_a_jit_build_of_another_extension_is_not_a_deepspeed_build_failure(tmp_path: Path, capsys) -> None:
+    """torch's ninja traceback names no extension; the log's 'Building extension module' does: mamba's is not
+    DeepSpeed's. Without any name, a JIT build in a training log is read as a DeepSpeed op's, from its compiler line."""
+    tail = ("/usr/local/cuda/include/crt/host_config.h:132:2: error: #error -- unsupported GNU version! gcc versions "
+            "later than 12 are not supported!\nninja: build stopped: subcommand failed.\nTraceback (most recent call "
+            "last):\n  File \"/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py\", line 2100, in "
+            "_run_ninja_build\nsubprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n")
+    assert primary_of(capsys, tmp_path, "Building extension module selective_scan...\n" + tail)["cause"] is None
+    unnamed = primary_of(capsys, tmp_path, tail)
+    assert unnamed["cause"] == "deepspeed_build_failure"
+    assert "unsupported GNU version" in unnamed["evidence"][0]["text"]
 
 
 def test_a_compiler_error_is_a_deepspeed_build_failure_only_in_a_deepspeed_op_build(tmp_path: Path, capsys) -> None:
@@ -645,6 +663,19 @@ GOING_ON = [
     "CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup paths...",
     # GNU ld missing an object outside a DeepSpeed build says nothing of DeepSpeed
     "/usr/bin/ld: cannot find build/temp.linux-x86_64-3.10/src/main.o: No such file or directory",
+    # bitsandbytes 0.40 cuda_setup/main.py: a warning, then it loads its CPU library and goes on
+    "WARNING: No libcudart.so found! Install CUDA or the cudatoolkit package (anaconda)!",
+    # torchvision's optional image extension (io.image) failing to load is a warning it says to ignore
+    "UserWarning: Failed to load image Python extension: '/opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not "
+    "found (required by /opt/conda/lib/python3.10/site-packages/torchvision/image.so)'If you don't plan on using image "
+    "functionality from `torchvision.io`, you can ignore this warning.",
+    # glibc's verbose 'weak version' line is not fatal (elf/dl-version.c)
+    "./libfoo.so: /lib64/libc.so.6: weak version `GLIBC_2.34' not found (required by ./libfoo.so)",
+    # Rust's io::Error on Linux: errno 112 is EHOSTDOWN, not Windows' ERROR_DISK_FULL
+    "Error: Host is down (os error 112)",
+    # pip removing a CPU build (the fix being applied) and a run on a CPU on purpose
+    "Successfully uninstalled torch-2.1.0+cpu",
+    "Ultralytics YOLOv8.0.54 Python-3.10.6 torch-2.0.0+cpu CPU",
 ]
 
 

@@ -52,7 +52,8 @@ Progress = Callable[[str, int, "int | None"], None]
 
 def _plain(data: bytes) -> bytes:
     """DATA without terminal escape sequences and with Windows line ends (CRLF) as LF, so that a pattern's `$` and
-    NCCL's ' -> 2\n' hold in a log saved on Windows (unchanged, and not copied, when it holds no ESC and no CR)."""
+    NCCL's ' -> 2\n' hold in a log saved on Windows (unchanged, and not copied, when it holds no ESC and no CR; a
+    CRLF log costs one copy of each chunk)."""
     if data.find(_ESC) >= 0:
         data = _ESCAPES.sub(b"", data)
     if data.find(b"\r") >= 0:  # a lone CR (a progress bar redrawn) stays

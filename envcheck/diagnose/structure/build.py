@@ -68,7 +68,11 @@ _TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Err
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
 # op's NAME).
-_DS_FILE = re.compile(r"csrc[/\\]\w+[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|cpp|cc|h|o)\b")  # a source, or its object
+# A source (or its object) in one of DeepSpeed's csrc/ folders; other projects' csrc/ trees are not read as ops.
+_DS_FILE = re.compile(r"csrc[/\\](?:" + "|".join((*_DS_FOLDERS, "cpu", "spatial", "includes", "xpu"))
+                      + r")[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|cpp|cc|h|o)\b")
+# DeepSpeed op names that any project's files may have (utils.cpp, dc.o): never read from a file name.
+_GENERIC_OPS = frozenset({"utils", "dc"})
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
 _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit (?:code|status) -?\d+"
@@ -129,6 +133,8 @@ def events(lines: list[Line]) -> list[Event]:
     failed_command = next((line for line in lines if _COMMAND_FAILED.search(line.text)), None)
     ds_context = any(_DS_CONTEXT.search(x.text) for x in lines)
     deepspeed = bool(ds_ops) or ds_context
+    # an extension the log names that is not a DeepSpeed op (mamba's selective_scan): its build is not DeepSpeed's
+    foreign = not deepspeed and any(not _op_name(name) for name in _extensions(lines, names))
     stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if deepspeed else None
     if compile_error is None and failed_command is None and stopped is not None:
         op = ds_ops[0] if ds_ops else ""
@@ -160,15 +166,17 @@ def events(lines: list[Line]) -> list[Event]:
             failed_command.file, failed_command.number, failed_command.text,
             "setuptools/distutils (error: command ... failed with exit status); DeepSpeed setup.py and op_builder/",
             f"{src.group('a')}_{src.group('b')}" if src else _op(ds_ops, names)))
-    jit = next((line for line in lines if _TORCH_JIT.search(line.text)), None) if not deepspeed else None
+    jit = next((line for line in lines if _TORCH_JIT.search(line.text)), None) if not (deepspeed or foreign) else None
     if compile_error is None and failed_command is None and jit is not None:
+        # the compiler's own error, when the excerpt has it, before the traceback that reports it
+        shown = next((x for x in lines if _STOPPED.search(x.text) and not _TORCH_JIT.search(x.text)), jit)
         found.append(Event(
             "compiler", "deepspeed_build_failure", 0.5, "Building a compiled op failed (ninja)",
-            "torch.utils.cpp_extension's JIT build of an extension stopped (ninja exited non-zero): in a training "
-            "run usually a DeepSpeed op built at start-up; the compiler's first error above says why.",
+            "torch.utils.cpp_extension's JIT build of an unnamed extension stopped (ninja exited non-zero): in a "
+            "training run usually a DeepSpeed op built at start-up; the compiler's first error above says why.",
             "Read the first compiler error; install a gcc and CUDA toolkit the extension supports (nvcc's CUDA "
             "matching torch.version.cuda), or use a prebuilt op.",
-            jit.file, jit.number, jit.text, "torch/utils/cpp_extension.py (_run_ninja_build)", _op(ds_ops, names)))
+            shown.file, shown.number, shown.text, "torch/utils/cpp_extension.py (_run_ninja_build)", _op(ds_ops, names)))
     pip_step = next((x for x in lines if _PIP_STEP.search(x.text)), None)
     if pip_step is not None and _pip_package_before(lines, pip_step).startswith("deepspeed"):
         found.append(Event(
@@ -183,7 +191,8 @@ def events(lines: list[Line]) -> list[Event]:
     for line in lines:
         failed = _FAILED.search(line.text)
         target_op = _target_op(failed.group("target")) if failed else ""
-        if failed and (names or target_op or ".cuda.o" in failed.group("target") or ".so" in failed.group("target")):
+        if failed and not foreign and (names or target_op or ".cuda.o" in failed.group("target")
+                                       or ".so" in failed.group("target")):
             found.append(Event(
                 "ninja", "deepspeed_build_failure", 0.6, "Building a compiled op failed (ninja)",
                 "ninja could not build a torch C++/CUDA extension (a DeepSpeed op JIT-build or a source install); "
@@ -227,6 +236,14 @@ def _op(ds_ops: list[str], names: list[str]) -> str:
     return ds_ops[0] if ds_ops else names[0] if names else ""
 
 
+def _extensions(lines: list[Line], names: list[str]) -> list[str]:
+    """The torch extensions the log says it builds: 'Building extension module X', its torch_extensions folder,
+    -DTORCH_EXTENSION_NAME=X."""
+    built = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m]
+    folders = [m.group("op") for m in (_EXT_DIR.search(x.text) for x in lines) if m]
+    return built + folders + names
+
+
 def _op_name(extension: str) -> str:
     """DeepSpeed's op for a TORCH_EXTENSION_NAME: cpu_adam, or cpu_adam_op (setup.py's pre-build name)."""
     for name in (extension, extension.removesuffix("_op")):
@@ -241,14 +258,17 @@ def _file_op(text: str) -> str:
     if not found:
         return ""
     stem = found.group("stem")
-    return max((op for op in DS_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
+    return max((op for op in DS_OPS - _GENERIC_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
 
 
 def _target_op(target: str) -> str:
-    """The DeepSpeed op a ninja target is an object of: cpu_adam.o, fused_adam_frontend.o -> cpu_adam, fused_adam."""
-    stem = re.split(r"[/\\]", target)[-1].split(".")[0]
-    ops = DS_OPS - {"utils", "dc"}  # names any project's objects may have
-    return max((op for op in ops if stem == op or stem.startswith(op + "_")), key=len, default="")
+    """The DeepSpeed op a ninja target is an object of: cpu_adam.o, fused_adam_frontend.o -> cpu_adam, fused_adam. Only a
+    bare object, as torch's JIT build file names them: CMake's src/x.dir/transformer.cc.o is another project's."""
+    bare = re.fullmatch(r"(?P<stem>\w+)\.(?:cuda\.)?o", target)
+    if not bare:
+        return ""
+    stem = bare.group("stem")
+    return max((op for op in DS_OPS - _GENERIC_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
 
 
 def _pip_package_before(lines: list[Line], step: Line) -> str:

@@ -11,7 +11,8 @@ ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have
            b"is required for a normal functioning", b"+cpu", b"space left on device", b"Errno 28",
            b"encountered in worker", b"win_amd64.whl", b"torch.version.cuda", b"Building wheel for ",
            b"Failed building wheel for ", b"Running setup.py install for ", b"Could not build wheels for ",
-           b"Failed to build ", b"error while trying to install package")
+           b"Failed to build ", b"error while trying to install package", b"Invalid CUDA 'device=",
+           b"is_available()")
 # the scan keeps the line after it: the answer (None), the package pip names
 WITH_NEXT = (b"torch.version.cuda", b"error while trying to install package")
 # pip src/pip/_internal/resolution/resolvelib/factory.py and req/req_install.py (the resolver's messages).
@@ -25,12 +26,18 @@ _PIP = re.compile(r"ERROR: Cannot install (?P<what>.+?) because these package ve
 # but found {pkg}=={got}".
 _REQUIRE = re.compile(r"(?P<req>[\w.-]+)[<>=!~]=?[\w.*]+ is required for a normal functioning of this module, "
                       r"but found (?P<pkg>[\w.-]+)==(?P<got>\S+)")
-# "torch 2.1.0+cpu", "PyTorch version: 2.1.0+cpu", "torch==2.1.0+cpu", Ultralytics' "torch-2.1.0+cpu",
-# "torch.__version__ = 2.1.0+cpu"; pip's "Requirement already satisfied: torch in <site-packages> (2.1.0+cpu)"; the
-# answer to print(torch.__version__) on a line of its own ("2.1.0+cpu", or the REPL's '2.1.0+cpu').
-_CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version|\.__version__)?(?:\s*[:=]*\s*|-)v?\d+\.\d+(?:\.\d+)?"
+# "torch 2.1.0+cpu", "PyTorch version: 2.1.0+cpu", "torch==2.1.0+cpu", "torch.__version__ = 2.1.0+cpu"; pip's
+# "Requirement already satisfied: torch in <site-packages> (2.1.0+cpu)"; the answer to print(torch.__version__) on a
+# line of its own ("2.1.0+cpu", or the REPL's '2.1.0+cpu').
+_CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version|\.__version__)?\s*[:=]*\s*v?\d+\.\d+(?:\.\d+)?"
                         r"\+cpu\b|\btorch(?:vision|audio)? in \S.*\(\d+\.\d+(?:\.\d+)?\+cpu\)"
                         r"|^\W{0,4}'?\d+\.\d+\.\d+\+cpu'?\s*$")
+# "torch-2.1.0+cpu" (pip's "Successfully installed torch-...", Ultralytics' "Python-3.10 torch-2.1.0+cpu" banner) is
+# also printed by runs on a CPU on purpose and by the fix itself (pip uninstalling it): a cause only when the log
+# also shows CUDA asked for and missing (Ultralytics' select_device, a printed torch.cuda.is_available()).
+_CPU_WHEEL = re.compile(r"\btorch-\d+\.\d+(?:\.\d+)?\+cpu\b")
+_UNINSTALL = re.compile(r"\b[Uu]ninstall")
+_WANTS_CUDA = re.compile(r"Invalid CUDA 'device=|torch\.cuda\.is_available\(\)\W*False")
 _NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]")
 _SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory", re.I)
 _DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
@@ -76,6 +83,7 @@ def events(lines: list[Line]) -> list[Event]:
     package = built_package(lines)
     if package is not None:
         found.append(package)
+    wants_cuda = any(_WANTS_CUDA.search(line.text) for line in lines)
     for at, line in enumerate(lines):
         text = line.text
         req = _REQUIRE.search(text)
@@ -91,7 +99,7 @@ def events(lines: list[Line]) -> list[Event]:
                 "stack with a lock file.", line.file, line.number, text,
                 "transformers/utils/versions.py _compare_versions" if req else
                 "pip _internal/resolution (resolver conflict messages)", lib.lower()))
-        elif _CPU_TORCH.search(text):
+        elif _CPU_TORCH.search(text) or (wants_cuda and _CPU_WHEEL.search(text) and not _UNINSTALL.search(text)):
             found.append(Event(
                 "cpu_torch", "torch_cpu_only", 0.6, "torch is a CPU-only build (+cpu)",
                 "The torch version string ends in +cpu: this build has no CUDA, so every .cuda() call and GPU "
