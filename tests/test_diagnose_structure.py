@@ -328,6 +328,9 @@ PRINTED = [
      "transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "version_conflict"),
     ("OSError: [WinError 112] Espacio en disco insuficiente: 'C:\\out\\checkpoint-500'", "disk_full"),
     ("    Espacio en disco insuficiente. (os error 112)", "disk_full"),  # a Rust program's io::Error on Windows
+    # Windows' commit limit, in the system's language, with torch's note of the DLL it was loading
+    ("OSError: [WinError 1455] 页面文件太小，无法完成操作。 Error loading \"C:\\Python310\\lib\\site-packages\\torch\\"
+     "lib\\cudnn_cnn_infer64_8.dll\" or one of its dependencies.", "host_oom"),
     ("    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cpu)", "torch_cpu_only"),  # xformers' build report
     ("Ultralytics YOLOv8.1.3 Python-3.10.11 torch-2.1.0+cpu\nAn Error occurred: Invalid CUDA 'device=0' requested. Use "
      "'device=cpu' or pass valid CUDA device(s) if available, i.e. 'device=0' or 'device=0,1,2,3' for Multi-GPU.",
