@@ -328,6 +328,10 @@ PRINTED = [
      "transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "version_conflict"),
     ("OSError: [WinError 112] Espacio en disco insuficiente: 'C:\\out\\checkpoint-500'", "disk_full"),
     ("    Espacio en disco insuficiente. (os error 112)", "disk_full"),  # a Rust program's io::Error on Windows
+    ("RuntimeError: nvrtc: error: failed to open libnvrtc-builtins.so.12.1.\n  Make sure that libnvrtc-builtins.so.12.1 "
+     "is installed correctly.", "missing_cuda_library"),
+    ("OSError: cannot load library 'C:\\Users\\u\\miniconda3\\Library\\bin\\cudnn64_8.dll': error 0x7e",
+     "missing_cuda_library"),  # cffi on Windows
     # Windows' commit limit, in the system's language, with torch's note of the DLL it was loading
     ("OSError: [WinError 1455] 页面文件太小，无法完成操作。 Error loading \"C:\\Python310\\lib\\site-packages\\torch\\"
      "lib\\cudnn_cnn_infer64_8.dll\" or one of its dependencies.", "host_oom"),
