@@ -332,6 +332,11 @@ PRINTED = [
      "is installed correctly.", "missing_cuda_library"),
     ("OSError: cannot load library 'C:\\Users\\u\\miniconda3\\Library\\bin\\cudnn64_8.dll': error 0x7e",
      "missing_cuda_library"),  # cffi on Windows
+    # NCCL 2.22+ shmutils.cc: mkstemp in /dev/shm failing (2.22.3 printed the path as a pointer), mmap failing
+    ("gpu1:1:2 [0] misc/shmutils.cc:73 NCCL WARN Error: failed to create shared memory file 0x7ffd2a3b1c40, error "
+     "Permission denied (13)", "shm_too_small"),
+    ("gpu1:1:2 [0] misc/shmutils.cc:98 NCCL WARN Error: Could not map /dev/shm/nccl-Ab12Cd size 9637892, error: Cannot "
+     "allocate memory (12)", "shm_too_small"),
     # Windows' commit limit, in the system's language, with torch's note of the DLL it was loading
     ("OSError: [WinError 1455] 页面文件太小，无法完成操作。 Error loading \"C:\\Python310\\lib\\site-packages\\torch\\"
      "lib\\cudnn_cnn_infer64_8.dll\" or one of its dependencies.", "host_oom"),

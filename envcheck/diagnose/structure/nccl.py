@@ -6,12 +6,16 @@ import re
 
 from envcheck.diagnose.structure.model import Event, Line
 
-ANCHORS = (b"/dev/shm/nccl", b"shmutils.cc", b"remote process exit", b"ncclRemoteError", b"Connection closed by",
+ANCHORS = (b"/dev/shm/nccl", b"failed to create shared memory file", b"shmutils.cc", b"remote process exit",
+           b"ncclRemoteError", b"Connection closed by",
            b"NCCL error in", b"InvalidUsage", b"UnhandledCudaError", b"ncclSystemError", b"ncclInternalError",
            b"Watchdog caught collective", b"Duplicate GPU detected")
-# NCCL src/misc/shmutils.cc: "Error: failed to extend %s to %ld bytes" / "Error while creating shared memory segment".
+# NCCL src/misc/shmutils.cc: "Error: failed to extend %s to %ld bytes" / "Error while creating shared memory segment";
+# since 2.22 also "Error: failed to create shared memory file %s" (mkstemp; 2.22.3 printed the path as a pointer) and
+# "Error: Could not map %s" (src/os/linux.cc in 2.30).
 _SHM = re.compile(r"shmutils\.cc.*(?:failed to extend|creating shared memory segment)|"
-                  r"failed to extend /dev/shm/nccl|shared memory segment /dev/shm/nccl")
+                  r"failed to extend /dev/shm/nccl|shared memory segment /dev/shm/nccl|"
+                  r"failed to create shared memory file (?:/dev/shm/nccl|0x)|Could not map /dev/shm/nccl")
 # torch c10d NCCLUtils.cpp getNcclErrorDetailStr(ncclRemoteError): "A call failed possibly due to a network error or
 # a remote process exiting prematurely."; NCCL net_socket/socket.cc: "Connection closed by remote peer".
 _REMOTE = re.compile(r"ncclRemoteError|remote process exit(?:ed|ing)|Connection closed by (?:remote )?peer")
