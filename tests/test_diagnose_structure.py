@@ -310,6 +310,7 @@ PRINTED = [
     ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGBUS", "shm_too_small"),
     ("RuntimeError: Numpy is not available", "numpy_abi"),
     ("[rank1]: RuntimeError: Numpy is not available", "numpy_abi"),
+    ("(RayWorkerWrapper pid=1234) RuntimeError: Numpy is not available", "numpy_abi"),
     ("RuntimeError: Unable to load inference_core_ops op due to no compute capabilities remaining after filtering",
      "deepspeed_build_failure"),
     ("test: Test CUDA failure common.cu:941 'system not yet initialized'", "nccl_error"),
