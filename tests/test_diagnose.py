@@ -45,6 +45,7 @@ CASES = [
     (RECORDED / "torchrun-nccl-cpu-only.log", "torch_cpu_only", None),
     (RECORDED / "ds-fused-adam-build.log", "cuda_toolkit_mismatch", None),
     (RECORDED / "ds-jit-build-failure.log", "deepspeed_build_failure", None),
+    (RECORDED / "ds-jit-build-oom.log", "host_oom", None),  # the OOM killer stopped cc1plus: the build failed of it
     (PUBLIC / "llamafactory-6608-torchrun-exitcode-9.log", "host_oom", "SIGKILL"),
     (PUBLIC / "llava-1085-deepspeed-return-code-9.log", "host_oom", "SIGKILL"),
     (PUBLIC / "lmflow-430-deepspeed-return-code-7.log", "shm_too_small", "SIGBUS"),

@@ -212,6 +212,7 @@ PRINTED = [
      "missing_cuda_library"),
     ("AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'", "deepspeed_build_failure"),
     ("  ERROR: Failed building wheel for deepspeed", "deepspeed_build_failure"),
+    ("FAILED: [code=1] multi_tensor_adam.cuda.o ", "deepspeed_build_failure"),  # ninja 1.13
     ("node1:2213:2290 [0] include/alloc.h:48 NCCL WARN Cuda failure 'peer access is not supported between these "
      "two devices'", "nccl_error"),
     ("[rank0]: RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)", "nccl_error"),
@@ -384,6 +385,16 @@ def test_a_failed_object_of_another_build_is_not_read_as_a_deepspeed_op(tmp_path
     """DeepSpeed's op names ('utils', 'dc', 'transformer', 'quantizer') are ordinary file names: only a bare object of
     torch's JIT build file (cpu_adam.o) names an op; ninja failing on another project's says nothing of DeepSpeed."""
     assert primary_of(capsys, tmp_path, f"FAILED: {target}\nninja: build stopped: subcommand failed.\n")["cause"] is None
+
+
+def test_a_compiler_killed_for_memory_comes_before_the_build_it_stopped(capsys) -> None:
+    """Recorded: DeepSpeed's cpu_adam JIT build with the compiler in a 100 MiB memory cgroup (the kernel's OOM killer
+    stopped cc1plus twice, dmesg-after-ds-jit-build-oom.txt); ninja 1.13 writes 'FAILED: [code=1] cpu_adam.o'."""
+    main(["diagnose", "--offline", "--json", str(DEV.parent.parent / "recorded" / "ds-jit-build-oom.log")])
+    causes = json.loads(capsys.readouterr().out)["causes"]
+    assert [c["cause"] for c in causes[:2]] == ["host_oom", "deepspeed_build_failure"]
+    assert causes[1]["library"] == "cpu_adam"
+    assert "Killed signal terminated program cc1plus" in causes[0]["evidence"][0]["text"]
 
 
 def test_a_jit_build_of_another_extension_is_not_a_deepspeed_build_failure(tmp_path: Path, capsys) -> None:

@@ -63,7 +63,9 @@ _TRANSLATED = {
 }
 _SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT",
                   **{word: name for name, words in _TRANSLATED.items() for word in words}}
-_SHELL = re.compile(r"(?:^|\s|\])(?:\d+\s+)?(" + "|".join(re.escape(w) for w in _SHELL_SIGNALS) + r")(?:\s|\(|$)")
+# not gcc's "fatal error: Killed signal terminated program cc1plus": that is the compiler's death, not the run's
+_SHELL = re.compile(r"(?:^|\s|\])(?:\d+\s+)?(" + "|".join(re.escape(w) for w in _SHELL_SIGNALS) + r")(?:\s|\(|$)"
+                    r"(?!signal terminated program)")
 
 
 def signal_name(number: int) -> str | None:

@@ -23,7 +23,8 @@ ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architectur
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
 # ninja: "FAILED: <target>" ; torch.utils.cpp_extension passes -DTORCH_EXTENSION_NAME=<op> on every compile line.
-_FAILED = re.compile(r"(?:^|\s)\W{0,3}FAILED: (?P<target>\S+)")  # under a rank's or a timestamp's prefix too
+# under a rank's or a timestamp's prefix too; ninja 1.13 writes "FAILED: [code=1] cpu_adam.o"
+_FAILED = re.compile(r"(?:^|\s)\W{0,3}FAILED: (?:\[code=-?\d+\] )?(?P<target>\S+)")
 _EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")
 # Compiler errors (gcc/clang "f.cu:16:3: error:", nvcc/MSVC "f.cu(16): error", "error C2398") in a DeepSpeed source
 # tree: a path with "deepspeed", or one of the csrc/ folders only DeepSpeed has (DeepSpeed csrc/; for a compiler
