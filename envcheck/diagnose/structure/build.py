@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from envcheck.diagnose.structure.compiler import first_error
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
@@ -48,7 +49,7 @@ DS_OPS = frozenset({
 # A build that stopped: ninja, nvcc (any fatal but the architecture, which has its own cause), a missing header.
 # nvcc's host_config.h "#error -- unsupported GNU version! gcc versions later than N are not supported!"; torch's
 # verify_ninja_availability "Ninja is required to load C++ extensions".
-_STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:\s*(?!Unsupported gpu architecture)|: fatal error: "
+_STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*|: fatal error: "
                       # torch's _run_ninja_build re-raises ninja's exit (not a launcher's CalledProcessError)
                       r"|subprocess\.CalledProcessError: Command '\['ninja'|_run_ninja_build|Error building extension"
                       r"|unsupported GNU version|Ninja is required to load C\+\+ extensions"
@@ -137,18 +138,26 @@ def events(lines: list[Line]) -> list[Event]:
     # an extension the log names that is not a DeepSpeed op (mamba's selective_scan): its build is not DeepSpeed's
     foreign = not deepspeed and any(not _op_name(name) for name in _extensions(lines, names))
     stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if deepspeed else None
+    reason = first_error(lines) if deepspeed or not foreign else None
     if compile_error is None and failed_command is None and stopped is not None:
         op = ds_ops[0] if ds_ops else ""
-        found.append(Event(
-            "compiler", "deepspeed_build_failure", 0.6,
-            f"Building the DeepSpeed op {op} failed" if op else "Building a DeepSpeed op failed",
-            f"torch.utils.cpp_extension could not build DeepSpeed's {op or 'op'} (a JIT build at start-up or a "
-            "pre-build): the compiler or nvcc stopped; the first compiler error above says why (often a gcc, CUDA "
-            "toolkit or platform the op does not support).",
-            "Read the first compiler error; install a gcc and CUDA toolkit the DeepSpeed release supports (nvcc's "
-            "CUDA matching torch.version.cuda), or avoid the op (another optimizer, DS_BUILD_<OP>=0).",
-            stopped.file, stopped.number, stopped.text,
-            "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", op))
+        what = f"Building the DeepSpeed op {op} failed" if op else "Building a DeepSpeed op failed"
+        if reason is not None:  # the compiler's first error says why: it names the cause's title and fix
+            found.append(Event(
+                "compiler", "deepspeed_build_failure", 0.81, f"{what}: {reason.reason}",
+                f"torch.utils.cpp_extension could not build DeepSpeed's {op or 'op'} (a JIT build at start-up or a "
+                f"pre-build). {reason.explanation}", reason.fix, reason.line.file, reason.line.number,
+                reason.line.text, "the compiler's first error; torch/utils/cpp_extension.py (_run_ninja_build)", op))
+        else:
+            found.append(Event(
+                "compiler", "deepspeed_build_failure", 0.6, what,
+                f"torch.utils.cpp_extension could not build DeepSpeed's {op or 'op'} (a JIT build at start-up or a "
+                "pre-build): the compiler or nvcc stopped; the first compiler error above says why (often a gcc, "
+                "CUDA toolkit or platform the op does not support).",
+                "Read the first compiler error; install a gcc and CUDA toolkit the DeepSpeed release supports (nvcc's "
+                "CUDA matching torch.version.cuda), or avoid the op (another optimizer, DS_BUILD_<OP>=0).",
+                stopped.file, stopped.number, stopped.text,
+                "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", op))
     if compile_error is None and failed_command is not None and ds_context:
         src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
         absent = "failed: No such file or directory" in failed_command.text
@@ -170,13 +179,16 @@ def events(lines: list[Line]) -> list[Event]:
     jit = next((line for line in lines if _TORCH_JIT.search(line.text)), None) if not (deepspeed or foreign) else None
     if compile_error is None and failed_command is None and jit is not None:
         # the compiler's own error, when the excerpt has it, before the traceback that reports it
-        shown = next((x for x in lines if _STOPPED.search(x.text) and not _TORCH_JIT.search(x.text)), jit)
+        shown = reason.line if reason is not None else next(
+            (x for x in lines if _STOPPED.search(x.text) and not _TORCH_JIT.search(x.text)), jit)
         found.append(Event(
-            "compiler", "deepspeed_build_failure", 0.5, "Building a compiled op failed (ninja)",
+            "compiler", "deepspeed_build_failure", 0.5,
+            "Building a compiled op failed (ninja)" + (f": {reason.reason}" if reason is not None else ""),
             "torch.utils.cpp_extension's JIT build of an unnamed extension stopped (ninja exited non-zero): in a "
-            "training run usually a DeepSpeed op built at start-up; the compiler's first error above says why.",
-            "Read the first compiler error; install a gcc and CUDA toolkit the extension supports (nvcc's CUDA "
-            "matching torch.version.cuda), or use a prebuilt op.",
+            "training run usually a DeepSpeed op built at start-up. "
+            + (reason.explanation if reason is not None else "The compiler's first error above says why."),
+            reason.fix if reason is not None else "Read the first compiler error; install a gcc and CUDA toolkit the "
+            "extension supports (nvcc's CUDA matching torch.version.cuda), or use a prebuilt op.",
             shown.file, shown.number, shown.text, "torch/utils/cpp_extension.py (_run_ninja_build)", _op(ds_ops, names)))
     pip_step = next((x for x in lines if _PIP_STEP.search(x.text)), None)
     if pip_step is not None and _pip_package_before(lines, pip_step).startswith("deepspeed"):
@@ -198,6 +210,7 @@ def events(lines: list[Line]) -> list[Event]:
                 "ninja", "deepspeed_build_failure", 0.6, "Building a compiled op failed (ninja)",
                 "ninja could not build a torch C++/CUDA extension (a DeepSpeed op JIT-build or a source install); "
                 "the compiler's first error above this line says why.",
+                reason.fix if reason is not None else
                 "Read the first compiler error before FAILED; install the CUDA toolkit matching torch.version.cuda "
                 "and a supported gcc, or install the prebuilt op (DS_BUILD_OPS=0 for JIT).",
                 line.file, line.number, line.text, "ninja (FAILED: target); torch/utils/cpp_extension.py",

@@ -1,0 +1,88 @@
+"""The first error a compiler printed in a build, and what it says: a header that is not installed, a gcc that nvcc
+does not support, nvcc's own fatal message. A stopped build names its reason from it instead of "see above"."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envcheck.diagnose.structure.model import Line
+
+# gcc/clang: "file.h:10:10: fatal error: cusparse.h: No such file or directory"; MSVC: "fatal error C1083: Cannot open
+# include file: 'cusparse.h': No such file or directory".
+_HEADER = re.compile(r"fatal error:? (?:C1083: Cannot open include file: '(?P<msvc>[^']+)'|(?P<gcc>[\w/.+-]+\.(?:h|hpp|cuh))"
+                     r": No such file or directory)")
+# CUDA's crt/host_config.h: "#error -- unsupported GNU version! gcc versions later than 15 are not supported!"
+_GNU = re.compile(r"unsupported GNU version! gcc versions later than (?P<max>\d+) are not supported")
+# nvcc's own stop (not the GPU architecture, which is cuda_arch_unsupported): "nvcc fatal   : <message>".
+_NVCC = re.compile(r"nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*(?P<msg>.+)")
+# A compiler's error line: file:line[:col]: [fatal] error: message (gcc, clang, nvcc's cudafe) or file(line): error
+# (nvcc, MSVC). gcc's "Killed signal terminated program" is the OOM killer's, read as host_oom elsewhere.
+_ERROR = re.compile(r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b:?\s*(?P<msg>.*)")
+_KILLED = "signal terminated program"
+# CUDA headers that live in the toolkit's library dev packages, not in nvcc's own package.
+_CUDA_HEADERS = ("cuda", "cublas", "cusparse", "cusolver", "curand", "cufft", "cupti", "nvrtc", "nvToolsExt", "nvtx3/",
+                 "cudnn", "nccl", "thrust/", "cub/", "crt/")
+
+
+@dataclass(frozen=True)
+class CompilerError:
+    """The first compiler error of a build: its line, a short reason for a title, and what to do."""
+
+    line: Line
+    reason: str
+    explanation: str
+    fix: str
+
+
+def first_error(lines: list[Line]) -> CompilerError | None:
+    """The first line of LINES that is a compiler's error, read for its reason; None when there is none."""
+    for line in lines:
+        text = line.text
+        if _KILLED in text:
+            continue
+        header = _HEADER.search(text)
+        if header:
+            name = header.group("msvc") or header.group("gcc") or ""
+            return _missing_header(line, name)
+        gnu = _GNU.search(text)
+        if gnu:
+            top = gnu.group("max")
+            return CompilerError(
+                line, f"nvcc does not support this gcc (later than {top})",
+                f"The CUDA toolkit's host_config.h refuses gcc versions later than {top}: nvcc compiles host code "
+                "with the system's gcc, and this one is newer than the toolkit knows.",
+                f"Build with a gcc of version {top} or older (CC=gcc-{top} CXX=g++-{top}, or conda install "
+                f"gxx_linux-64={top}), or install a newer CUDA toolkit that supports this gcc.")
+        nvcc = _NVCC.search(text)
+        if nvcc:
+            message = nvcc.group("msg").strip()
+            return CompilerError(line, f"nvcc: {message}", f"nvcc stopped before compiling: {message}.",
+                                 "Fix what nvcc names (the host compiler it runs, CUDA_HOME, its flags), then rebuild.")
+        error = _ERROR.search(text)
+        if error:
+            message = error.group("msg").strip()
+            return CompilerError(line, f"the compiler's first error: {message}" if message else "a compile error",
+                                 "The compiler rejected a source file of the build (its first error is shown).",
+                                 "Read the first error: usually a gcc, CUDA toolkit or torch that the source does "
+                                 "not support; use the versions its release supports.")
+    return None
+
+
+def _missing_header(line: Line, name: str) -> CompilerError:
+    base = name.rsplit("/", 1)[-1]
+    if base == "Python.h":
+        return CompilerError(line, "Python.h is not installed",
+                             "The compiler could not find Python.h: Python's development headers are not installed.",
+                             "Install Python's headers (apt install python3-dev, or the matching python3.X-dev).")
+    if name.startswith(_CUDA_HEADERS) or base.startswith(_CUDA_HEADERS):
+        return CompilerError(
+            line, f"the CUDA header {name} is not installed",
+            f"The compiler could not find {name}: the CUDA toolkit under CUDA_HOME lacks the development files of "
+            "that library (a toolkit with nvcc only, e.g. conda's cuda-nvcc, has no cuBLAS/cuSPARSE/cuRAND headers).",
+            "Install the CUDA toolkit's library development packages for torch.version.cuda's release (the full "
+            "toolkit, the distribution's cuda-libraries-dev, or conda install cuda-libraries-dev), and point CUDA_HOME "
+            "at it.")
+    return CompilerError(line, f"{name} is not installed",
+                         f"The compiler could not find the header {name}.",
+                         f"Install the development package that provides {name}, then rebuild.")

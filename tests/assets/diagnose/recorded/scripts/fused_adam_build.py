@@ -1,0 +1,2 @@
+from deepspeed.ops.op_builder import FusedAdamBuilder
+FusedAdamBuilder().load()
