@@ -213,3 +213,14 @@ def memory_cgroup(name: str, limit_bytes: int = 200 << 20) -> Path | None:
     except OSError:
         return None
     return group
+
+
+@pytest.fixture(params=["hyperscan", "re"])
+def match_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """diagnose's prefilter: both engines give the same answers: Hyperscan (the `fast` extra) and the `re` fallback."""
+    if request.param == "re":
+        monkeypatch.setenv("ENVCHECK_NO_HYPERSCAN", "1")
+    else:
+        pytest.importorskip("hyperscan", reason="no hyperscan wheel (a dependency on Linux x86-64/aarch64 only)")
+        monkeypatch.delenv("ENVCHECK_NO_HYPERSCAN", raising=False)
+    return request.param

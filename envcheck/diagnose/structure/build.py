@@ -123,10 +123,14 @@ def events(lines: list[Line]) -> list[Event]:
     ds_ops += [op for op in (_file_op(x.text) for x in lines) if op]
     ds_ops += [m.group("op") for m in (_EXT_DIR.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
     compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
+    # beside another job's compiler killed for memory (SIG152, 0.9), a compiler's own error is what more RAM would not
+    # fix: it comes first
+    killed = any("signal terminated program" in x.text for x in lines)
     if compile_error is not None:
         src = _DS_SRC.search(compile_error.text)
         found.append(Event(
-            "compiler", "deepspeed_build_failure", 0.7, "Compiling a DeepSpeed op failed",
+            "compiler", "deepspeed_build_failure", 0.91 if killed else 0.7,
+            "Compiling a DeepSpeed op failed" + _why(compile_error),
             "The compiler rejected a DeepSpeed op's source (often a CUDA toolkit, compiler or platform the op does "
             "not support, e.g. Windows or a newer nvcc).", "Use a DeepSpeed release that supports this toolkit/"
             "platform, skip building the op (DS_BUILD_<OP>=0), or build on Linux with a supported gcc and CUDA.",
@@ -144,7 +148,7 @@ def events(lines: list[Line]) -> list[Event]:
         what = f"Building the DeepSpeed op {op} failed" if op else "Building a DeepSpeed op failed"
         if reason is not None:  # the compiler's first error says why: it names the cause's title and fix
             found.append(Event(
-                "compiler", "deepspeed_build_failure", 0.81, f"{what}: {reason.reason}",
+                "compiler", "deepspeed_build_failure", 0.91 if killed else 0.81, f"{what}: {reason.reason}",
                 f"torch.utils.cpp_extension could not build DeepSpeed's {op or 'op'} (a JIT build at start-up or a "
                 f"pre-build). {reason.explanation}", reason.fix, reason.line.file, reason.line.number,
                 reason.line.text, "the compiler's first error; torch/utils/cpp_extension.py (_run_ninja_build)", op))
@@ -243,6 +247,12 @@ def events(lines: list[Line]) -> list[Event]:
                 ds_ops[0] if ds_ops else "",  # a DeepSpeed op; another build is named by pip's package (BUILT)
                 ("nvcc --version", "nvcc --list-gpu-arch")))
     return found
+
+
+def _why(line: Line) -> str:
+    """': <the compiler's reason>' for a compiler's error line, or ''."""
+    reason = first_error([line])
+    return f": {reason.reason}" if reason is not None else ""
 
 
 def _op(ds_ops: list[str], names: list[str]) -> str:

@@ -11,8 +11,7 @@ ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have
            b"is required for a normal functioning", b"+cpu", b"space left on device", b"Errno 28",
            b"encountered in worker", b"win_amd64.whl", b"torch.version.cuda", b"Building wheel for ",
            b"Failed building wheel for ", b"Running setup.py install for ", b"Could not build wheels for ",
-           b"Failed to build ", b"error while trying to install package", b"Invalid CUDA 'device=",
-           b"is_available()")
+           b"Failed to build ", b"error while trying to install package", b"Invalid CUDA 'device=")
 # the scan keeps the line after it: the answer (None), the package pip names
 WITH_NEXT = (b"torch.version.cuda", b"error while trying to install package")
 # pip src/pip/_internal/resolution/resolvelib/factory.py and req/req_install.py (the resolver's messages).
@@ -34,10 +33,11 @@ _CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version|\.__versi
                         r"|^\W{0,4}'?\d+\.\d+\.\d+\+cpu'?\s*$")
 # "torch-2.1.0+cpu" (pip's "Successfully installed torch-...", Ultralytics' "Python-3.10 torch-2.1.0+cpu" banner) is
 # also printed by runs on a CPU on purpose and by the fix itself (pip uninstalling it): a cause only when the log
-# also shows CUDA asked for and missing (Ultralytics' select_device, a printed torch.cuda.is_available()).
+# also shows CUDA asked for and missing (Ultralytics' select_device refusing 'device=0'). pip replacing a CPU build
+# ("Found existing installation: torch 2.1.0+cpu", "Uninstalling torch-2.1.0+cpu") is the fix itself.
 _CPU_WHEEL = re.compile(r"\btorch-\d+\.\d+(?:\.\d+)?\+cpu\b")
-_UNINSTALL = re.compile(r"\b[Uu]ninstall")
-_WANTS_CUDA = re.compile(r"Invalid CUDA 'device=|torch\.cuda\.is_available\(\)\W*False")
+_UNINSTALL = re.compile(r"\b[Uu]ninstall|Found existing installation")
+_WANTS_CUDA = re.compile(r"Invalid CUDA 'device=")
 _NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]")
 _SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory", re.I)
 _DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
@@ -99,7 +99,7 @@ def events(lines: list[Line]) -> list[Event]:
                 "stack with a lock file.", line.file, line.number, text,
                 "transformers/utils/versions.py _compare_versions" if req else
                 "pip _internal/resolution (resolver conflict messages)", lib.lower()))
-        elif _CPU_TORCH.search(text) or (wants_cuda and _CPU_WHEEL.search(text) and not _UNINSTALL.search(text)):
+        elif (_CPU_TORCH.search(text) or (wants_cuda and _CPU_WHEEL.search(text))) and not _UNINSTALL.search(text):
             found.append(Event(
                 "cpu_torch", "torch_cpu_only", 0.6, "torch is a CPU-only build (+cpu)",
                 "The torch version string ends in +cpu: this build has no CUDA, so every .cuda() call and GPU "

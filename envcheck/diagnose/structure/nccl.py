@@ -11,13 +11,15 @@ ANCHORS = (b"/dev/shm/nccl", b"failed to create shared memory file", b"shmutils.
            b"NCCL error in", b"InvalidUsage", b"UnhandledCudaError", b"ncclSystemError", b"ncclInternalError",
            b"Watchdog caught collective", b"Duplicate GPU detected")
 # NCCL src/misc/shmutils.cc: "Error: failed to extend %s to %ld bytes" / "Error while creating shared memory segment";
-# since 2.22 also "Error: failed to create shared memory file %s" (mkstemp; 2.22.3 printed the path as a pointer) and
-# "Error: Could not map %s" (src/os/linux.cc in 2.30).
+# "Could not map %s" (mmap; "Error: Could not map" from 2.22) and, from 2.22, "Error: failed to create shared memory
+# file %s" (mkstemp; 2.22.3 printed the path as a pointer); src/os/linux.cc in 2.30.
 _SHM = re.compile(r"shmutils\.cc.*(?:failed to extend|creating shared memory segment)|"
                   r"failed to extend /dev/shm/nccl|shared memory segment /dev/shm/nccl|"
                   r"failed to create shared memory file (?:/dev/shm/nccl|0x)|Could not map /dev/shm/nccl")
 # torch c10d NCCLUtils.cpp getNcclErrorDetailStr(ncclRemoteError): "A call failed possibly due to a network error or
 # a remote process exiting prematurely."; NCCL net_socket/socket.cc: "Connection closed by remote peer".
+# an errno other than ENOSPC in NCCL's message ("error Permission denied (13)", "Cannot allocate memory (12)")
+_OTHER_ERRNO = re.compile(r"error:? (?!No space left on device)[A-Z][\w ]+ \((?!28\))\d+\)")
 _REMOTE = re.compile(r"ncclRemoteError|remote process exit(?:ed|ing)|Connection closed by (?:remote )?peer")
 
 
@@ -52,10 +54,17 @@ def events(lines: list[Line]) -> list[Event]:
     found = []
     for line in lines:
         if _SHM.search(line.text):
+            # ENOSPC (fallocate, or an errno NCCL prints) is a full /dev/shm; mkstemp's EACCES/ENOENT a /dev/shm that
+            # is not writable or not there; mmap's ENOMEM a limit on mapped memory
+            full = not _OTHER_ERRNO.search(line.text)
             found.append(Event(
-                "nccl_shm", "shm_too_small", 0.93, "NCCL could not create its shared-memory segment in /dev/shm",
+                "nccl_shm", "shm_too_small", 0.93 if full else 0.8,
+                "NCCL could not create its shared-memory segment in /dev/shm",
                 "NCCL's SHM transport allocates a segment per peer in /dev/shm; it failed (no space left there), "
-                "which in containers means the 64 MB default /dev/shm.",
+                "which in containers means the 64 MB default /dev/shm." if full else
+                "NCCL's SHM transport allocates a segment per peer in /dev/shm; creating or mapping it failed with the "
+                "error shown: /dev/shm is not writable by this user, not mounted (a container without it), or a "
+                "memory limit refused the mapping.",
                 "Give the container more /dev/shm (docker --shm-size=16g or --ipc=host), or set NCCL_SHM_DISABLE=1.",
                 line.file, line.number, line.text, "NCCL src/misc/shmutils.cc", "nccl",
                 ("df -h /dev/shm", "export NCCL_SHM_DISABLE=1")))

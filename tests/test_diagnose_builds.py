@@ -1,0 +1,184 @@
+"""Source builds: DeepSpeed op builds (JIT and pre-build), pip building a package, ninja, compilers and linkers, and
+the builds that are not DeepSpeed's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envcheck.cli import main
+from diagnose_support import DEV, primary, primary_of
+
+
+@pytest.mark.parametrize("target", ["utils.o", "dc.o", "main.o", "flash_api.o",
+                                    "CMakeFiles/ctranslate2.dir/src/layers/transformer.cc.o",
+                                    "src/CMakeFiles/mylib.dir/quantizer.cpp.o",
+                                    "/src/mylib/build/temp.linux-x86_64-cpython-310/csrc/ops/utils.o"])
+def test_a_failed_object_of_another_build_is_not_read_as_a_deepspeed_op(tmp_path: Path, capsys, target: str) -> None:
+    """DeepSpeed's op names ('utils', 'dc', 'transformer', 'quantizer') are ordinary file names: only a bare object of
+    torch's JIT build file (cpu_adam.o) names an op; ninja failing on another project's says nothing of DeepSpeed."""
+    assert primary_of(capsys, tmp_path, f"FAILED: {target}\nninja: build stopped: subcommand failed.\n")["cause"] is None
+
+
+def test_a_compiler_killed_for_memory_comes_before_the_build_it_stopped(capsys) -> None:
+    """Recorded: DeepSpeed's cpu_adam JIT build with the compiler in a 100 MiB memory cgroup (the kernel's OOM killer
+    stopped cc1plus twice, dmesg-after-ds-jit-build-oom.txt). With a compiler's own error beside the kill, that error
+    comes first: more memory would not fix it."""
+    main(["diagnose", "--offline", "--json", str(DEV.parent.parent / "recorded" / "ds-jit-build-oom.log")])
+    causes = json.loads(capsys.readouterr().out)["causes"]
+    assert [c["cause"] for c in causes[:2]] == ["host_oom", "deepspeed_build_failure"]
+    assert causes[1]["library"] == "cpu_adam"
+    assert "Killed signal terminated program cc1plus" in causes[0]["evidence"][0]["text"]
+
+
+def test_a_compilers_own_error_comes_before_another_jobs_kill(tmp_path: Path, capsys) -> None:
+    """One job of the build hit a compile error, another's cc1plus was OOM-killed: more memory would not fix it."""
+    mixed = ("Building extension module fused_adam...\nFAILED: multi_tensor_adam.cuda.o\n/venv/lib/python3.10/site-packages/"
+             "deepspeed/ops/csrc/includes/type_shim.h(42): error: identifier \"__nv_bfloat16\" is undefined\n"
+             "FAILED: fused_adam_frontend.o\nc++: fatal error: Killed signal terminated program cc1plus\n"
+             "ninja: build stopped: subcommand failed.\n")
+    first = primary_of(capsys, tmp_path, mixed)
+    assert first["cause"] == "deepspeed_build_failure" and "__nv_bfloat16" in first["title"]
+
+
+def test_a_jit_build_of_another_extension_is_not_a_deepspeed_build_failure(tmp_path: Path, capsys) -> None:
+    """torch's ninja traceback names no extension; the log's 'Building extension module' does: mamba's is not
+    DeepSpeed's. Without any name, a JIT build in a training log is read as a DeepSpeed op's, from its compiler line."""
+    tail = ("/usr/local/cuda/include/crt/host_config.h:132:2: error: #error -- unsupported GNU version! gcc versions "
+            "later than 12 are not supported!\nninja: build stopped: subcommand failed.\nTraceback (most recent call "
+            "last):\n  File \"/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py\", line 2100, in "
+            "_run_ninja_build\nsubprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n")
+    assert primary_of(capsys, tmp_path, "Building extension module selective_scan...\n" + tail)["cause"] is None
+    unnamed = primary_of(capsys, tmp_path, tail)
+    assert unnamed["cause"] == "deepspeed_build_failure"
+    assert "unsupported GNU version" in unnamed["evidence"][0]["text"]
+
+
+def test_a_compiler_error_is_a_deepspeed_build_failure_only_in_a_deepspeed_op_build(tmp_path: Path, capsys) -> None:
+    ds = tmp_path / "ds.log"
+    ds.write_text(
+        "Building extension module cpu_adam...\n"
+        "[1/3] c++ -MMD -MF cpu_adam_impl.o.d -DTORCH_EXTENSION_NAME=cpu_adam -c "
+        "/opt/venv/lib/python3.10/site-packages/deepspeed/ops/csrc/adam/cpu_adam_impl.cpp -o cpu_adam_impl.o\n"
+        "/opt/venv/lib/python3.10/site-packages/deepspeed/ops/csrc/adam/cpu_adam_impl.cpp:12:10: error: "
+        "'__m512' was not declared in this scope\n", encoding="utf-8")
+    first = primary(capsys, ds)
+    assert first["cause"] == "deepspeed_build_failure" and first["library"] == "cpu_adam"
+    other = tmp_path / "flash.log"
+    other.write_text(
+        "Building wheel for flash-attn (setup.py) ... \n"
+        "csrc/flash_attn/src/flash_fwd_kernel.h:7:10: fatal error: cute/tensor.hpp: No such file or directory\n",
+        encoding="utf-8")
+    assert primary(capsys, other)["cause"] is None
+
+
+def test_a_pip_prebuild_of_deepspeed_ops_that_fails_to_compile(tmp_path: Path, capsys) -> None:
+    """setuptools names the extension it builds; torch's BuildExtension ends a failed compile with 'Error compiling
+    objects for extension' (torch/utils/cpp_extension.py). Only DeepSpeed's own extension makes it a DeepSpeed
+    build failure."""
+    ds = tmp_path / "pip.log"
+    ds.write_text("  Building wheel for deepspeed (setup.py): started\n"
+                  "  building 'deepspeed.ops.adam.cpu_adam_op' extension\n"
+                  "  RuntimeError: Error compiling objects for extension\n", encoding="utf-8")
+    assert primary(capsys, ds)["cause"] == "deepspeed_build_failure"
+    other = tmp_path / "flash.log"
+    other.write_text("  Building wheel for flash-attn (setup.py): started\n"
+                     "  RuntimeError: Error compiling objects for extension\n", encoding="utf-8")
+    assert primary(capsys, other)["cause"] is None
+
+
+@pytest.mark.parametrize("text,package", [
+    ("  Building wheel for vllm (pyproject.toml) ... error", "vllm"),
+    ("  ERROR: Failed building wheel for flash-attn", "flash-attn"),
+    ("ERROR: Failed to build installable wheels for some pyproject.toml based projects (mmcv)", "mmcv"),
+    ("Failed to build flash-attn", "flash-attn"),
+    ("Failed to build the model: missing config.json", None),  # prose, not pip's line
+    ("  Building wheel for vllm (pyproject.toml): started", None),  # not failed (yet)
+])
+def test_the_package_pip_failed_to_build(text: str, package: str | None) -> None:
+    from envcheck.diagnose.structure.installer import built_package
+    from envcheck.diagnose.structure.model import Line
+    found = built_package([Line("run.log", 1, text)])
+    assert (found.library if found else None) == package
+
+
+def test_torch_names_the_extension_it_failed_to_build(tmp_path: Path, capsys) -> None:
+    """torch/utils/cpp_extension.py: "Error building extension '{name}'"; the name is the op to blame."""
+    log = tmp_path / "run.log"
+    log.write_text("step 1\nRuntimeError: Error building extension 'fused_adam'\n", encoding="utf-8")
+    first = primary(capsys, log)
+    assert (first["cause"], first["library"]) == ("deepspeed_build_failure", "fused_adam")
+
+
+def test_a_failed_pip_build_step_is_deepspeeds_only_when_pip_installs_deepspeed(tmp_path: Path, capsys) -> None:
+    step = ("  Getting requirements to build wheel ... error\n  error: subprocess-exited-with-error\n\n"
+            "  × Getting requirements to build wheel did not run successfully.\n")
+    ds = tmp_path / "ds.log"
+    ds.write_text("Collecting deepspeed==0.6.3\n  Downloading deepspeed-0.6.3.tar.gz (554 kB)\n" + step, encoding="utf-8")
+    assert primary(capsys, ds)["cause"] == "deepspeed_build_failure"
+    other = tmp_path / "flash.log"
+    other.write_text("Collecting deepspeed\n  Using cached deepspeed-0.16.0-py3-none-any.whl\nCollecting flash-attn\n"
+                     "  Downloading flash_attn-2.6.3.tar.gz (2.6 MB)\n" + step, encoding="utf-8")
+    assert primary(capsys, other)["cause"] is None
+
+
+def test_a_gcc_outside_cudas_bounds_stops_a_deepspeed_op_build(tmp_path: Path, capsys) -> None:
+    """torch's _check_cuda_version raises before any compiler runs; the traceback through op_builder and the op's
+    torch_extensions folder say it was DeepSpeed's op."""
+    log = tmp_path / "run.log"
+    log.write_text(
+        "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n"
+        "Creating extension directory /root/.cache/torch_extensions/py310_cu121/fused_adam...\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py", line 524, in jit_load\n'
+        "    op_module = load(name=self.name,\n"
+        "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by "
+        "CUDA 12.1. Please make sure to use an adequate version of g++ (>=6.0.0, <13.0).\n", encoding="utf-8")
+    first = primary(capsys, log)
+    assert first["cause"] == "deepspeed_build_failure" and first["library"] == "fused_adam"
+    other = tmp_path / "flash.log"  # the same check in another package's source build is not DeepSpeed's
+    other.write_text(
+        "Building wheel for flash-attn (setup.py) ... error\n"
+        "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by "
+        "CUDA 12.1. Please make sure to use an adequate version of g++ (>=6.0.0, <13.0).\n", encoding="utf-8")
+    assert primary(capsys, other)["cause"] is None
+
+
+@pytest.mark.parametrize("step", [
+    "  × python setup.py egg_info did not run successfully.",  # newer pip (InstallationSubprocessError)
+    "ERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.",
+])
+def test_pip_failing_to_read_deepspeeds_setup_py_is_a_deepspeed_build_failure(tmp_path: Path, capsys, step: str) -> None:
+    log = tmp_path / "pip.log"
+    log.write_text("Collecting deepspeed\n  Downloading deepspeed-0.14.0.tar.gz (1.3 MB)\n"
+                   "  error: subprocess-exited-with-error\n" + step + "\n", encoding="utf-8")
+    first = primary(capsys, log)
+    assert first["cause"] == "deepspeed_build_failure" and first["library"] == "deepspeed"
+    other = tmp_path / "other.log"  # the same step of another package's install is not DeepSpeed's
+    other.write_text("Collecting deepspeed\n  Using cached deepspeed-0.14.0.tar.gz\nCollecting mpi4py\n"
+                     "  Downloading mpi4py-3.1.5.tar.gz (2.5 MB)\n" + step + "\n", encoding="utf-8")
+    assert (primary(capsys, other) or {}).get("cause") != "deepspeed_build_failure"
+
+
+def test_a_compiler_that_is_not_installed_stops_a_deepspeed_pre_build(tmp_path: Path, capsys) -> None:
+    """distutils spawn: "error: command 'c++' failed: No such file or directory" while building DeepSpeed's ops."""
+    log = tmp_path / "pip.log"
+    log.write_text("  building 'deepspeed.ops.adam.cpu_adam_op' extension\n"
+                   "  error: command 'c++' failed: No such file or directory\n", encoding="utf-8")
+    assert primary(capsys, log)["cause"] == "deepspeed_build_failure"
+
+
+def test_a_deepspeed_op_that_loaded_is_not_blamed_for_a_later_error(tmp_path: Path, capsys) -> None:
+    """The launcher's CalledProcessError ends every failed run; after 'Time to load fused_adam op' the build is done."""
+    assert primary_of(capsys, tmp_path,
+                      "Creating extension directory /root/.cache/torch_extensions/py310_cu121/fused_adam...\n"
+                      "Building extension module fused_adam...\n"
+                      "Loading extension module fused_adam...\n"
+                      "Time to load fused_adam op: 21.3 seconds\n"
+                      "Traceback (most recent call last):\n"
+                      '  File "train.py", line 10, in <module>\n'
+                      "KeyError: 'labels'\n"
+                      "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero "
+                      "exit status 1.\n")["cause"] is None
