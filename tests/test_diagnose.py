@@ -62,6 +62,14 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("name", ["healthy-trainer-cpu.log", "healthy-torchrun-2proc-cpu.log", "healthy-deepspeed-cpu.log"])
+def test_recorded_healthy_runs_name_no_cause(capsys, name: str) -> None:
+    """Real runs that finished (HF Trainer, torchrun with two ranks, the DeepSpeed launcher and engine): their
+    warnings, INFO lines, progress bars and the op DeepSpeed builds at start-up are no cause and no exit signal."""
+    code, doc = run_json(capsys, str(RECORDED / name))
+    assert code == 0 and doc["causes"] == [] and doc["signal"] is None and doc["exit_code"] is None
+
+
 @pytest.mark.parametrize("path,cause,signal", CASES, ids=[c[0].name for c in CASES])
 def test_primary_cause_of_real_logs(capsys, path: Path, cause: str, signal: str | None) -> None:
     code, doc = run_json(capsys, str(path))
