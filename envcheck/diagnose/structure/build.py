@@ -8,7 +8,8 @@ import re
 from envcheck.diagnose.structure.compiler import first_error
 from envcheck.diagnose.structure.model import Event, Line
 
-ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal", b"error detected in the compilation of",
+ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal",
+           b"error detected in the compilation of",
            b"' failed with exit code", b"' failed with exit status", b"' failed: No such file or directory", b"-Icsrc/includes", b"Building extension module ",
            b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
@@ -193,7 +194,8 @@ def events(lines: list[Line]) -> list[Event]:
             + (reason.explanation if reason is not None else "The compiler's first error above says why."),
             reason.fix if reason is not None else "Read the first compiler error; install a gcc and CUDA toolkit the "
             "extension supports (nvcc's CUDA matching torch.version.cuda), or use a prebuilt op.",
-            shown.file, shown.number, shown.text, "torch/utils/cpp_extension.py (_run_ninja_build)", _op(ds_ops, names)))
+            shown.file, shown.number, shown.text, "torch/utils/cpp_extension.py (_run_ninja_build)",
+            _op(ds_ops, names)))
     pip_step = next((x for x in lines if _PIP_STEP.search(x.text)), None)
     if pip_step is not None and _pip_package_before(lines, pip_step).startswith("deepspeed"):
         found.append(Event(
@@ -286,8 +288,9 @@ def _file_op(text: str) -> str:
 
 
 def _target_op(target: str) -> str:
-    """The DeepSpeed op a ninja target is an object of: cpu_adam.o, fused_adam_frontend.o -> cpu_adam, fused_adam. Only a
-    bare object, as torch's JIT build file names them: CMake's src/x.dir/transformer.cc.o is another project's."""
+    """The DeepSpeed op a ninja target is an object of: cpu_adam.o, fused_adam_frontend.o -> cpu_adam, fused_adam.
+    Only a bare object, as torch's JIT build file names them: CMake's src/x.dir/transformer.cc.o is another
+    project's."""
     bare = re.fullmatch(r"(?P<stem>\w+)\.(?:cuda\.)?o", target)
     if not bare:
         return ""

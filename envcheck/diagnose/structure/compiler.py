@@ -10,8 +10,8 @@ from envcheck.diagnose.structure.model import Line
 
 # gcc/clang: "file.h:10:10: fatal error: cusparse.h: No such file or directory"; MSVC: "fatal error C1083: Cannot open
 # include file: 'cusparse.h': No such file or directory".
-_HEADER = re.compile(r"fatal error:? (?:C1083: Cannot open include file: '(?P<msvc>[^']+)'|(?P<gcc>[\w/.+-]+\.(?:h|hpp|cuh))"
-                     r": No such file or directory)")
+_HEADER = re.compile(r"fatal error:? (?:C1083: Cannot open include file: '(?P<msvc>[^']+)'"
+                     r"|(?P<gcc>[\w/.+-]+\.(?:h|hpp|cuh)): No such file or directory)")
 # CUDA's crt/host_config.h: "#error -- unsupported GNU version! gcc versions later than 15 are not supported!"
 _GNU = re.compile(r"unsupported GNU version! gcc versions later than (?P<max>\d+) are not supported")
 # nvcc's own stop (not the GPU architecture, which is cuda_arch_unsupported): "nvcc fatal   : <message>".
