@@ -60,3 +60,16 @@ def test_public_fixture_threads_not_reused():
 
 def test_corpus_size():
     assert len(_labels()) >= MIN_LOGS
+
+
+# A package index's address in a pip/uv/conda command or log line: its /simple or /whl path (the host is replaced by
+# <registry> in the corpus, in logs and in the evidence quotes alike).
+_INDEX_URL = re.compile(r"https?://(?!<registry>)[^/\s\"'<>]+/(?:simple|whl)(?:/|\b)")
+
+
+def test_no_package_index_address_in_the_corpus():
+    texts = {"labels.toml": (CORPUS / "labels.toml").read_text(encoding="utf-8")}
+    texts.update({str(p.relative_to(CORPUS)): p.read_text(encoding="utf-8", errors="replace")
+                  for p in sorted(CORPUS.glob("*/*.log"))})
+    found = {name: _INDEX_URL.findall(text) for name, text in texts.items() if _INDEX_URL.search(text)}
+    assert not found
