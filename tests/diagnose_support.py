@@ -1,4 +1,5 @@
-"""Helpers the diagnose tests share: the primary cause of a log, through the command line as a user runs it."""
+"""Helpers the diagnose tests share: the primary cause of a log, through the command line as a user runs it or
+through the engine (faster, for the corpus)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from envcheck.cli import main
+from envcheck.diagnose.engine import Request, diagnose
 
-DEV = Path(__file__).parent / "assets" / "diagnose" / "corpus" / "dev"
+CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
+DEV = CORPUS / "dev"
 
 
 def primary(capsys: pytest.CaptureFixture[str], path: Path) -> dict:
@@ -23,3 +26,9 @@ def primary_of(capsys: pytest.CaptureFixture[str], folder: Path, text: str, name
     log = folder / name
     log.write_text(text, encoding="utf-8")
     return primary(capsys, log)
+
+
+def primary_cause(path: Path) -> str:
+    """The name of the primary cause the engine gives a log (offline, the log alone), "unknown" when none."""
+    result = diagnose(Request(logs=(str(path),), system=False))
+    return result.causes[0].cause if result.causes else "unknown"

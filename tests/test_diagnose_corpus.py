@@ -5,14 +5,12 @@ count here; no test names a test log or its result."""
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 
-from envcheck.diagnose.engine import Request, diagnose
+from diagnose_support import CORPUS, primary_cause
 
-CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
-# dev logs whose thread settled a cause that nothing in the log shows; diagnose says "no known cause" for them
+# dev logs whose thread settled a cause that nothing in the log shows (or that no rule reads), and what each reads as
 KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1022": ("unknown", "LLaMA-Factory's 'device: cpu, n_gpu: 0' alone; a run on a CPU on purpose prints it too (no rule)"),
     "c148": ("unknown", "pip installs torch 1.6.0 with CUDA 10.2 wheels; the thread found the index served a CPU build"),
@@ -51,14 +49,9 @@ def _labels(split: str) -> list[dict]:
     return [e for e in entries if e["split"] == split]
 
 
-def _primary(path: Path) -> str:
-    result = diagnose(Request(logs=(str(path),), system=False))
-    return result.causes[0].cause if result.causes else "unknown"
-
-
 @pytest.mark.parametrize("entry", _labels("dev"), ids=lambda e: e["id"])
 def test_every_dev_log_keeps_its_cause(entry: dict) -> None:
-    got = _primary(CORPUS / entry["file"])
+    got = primary_cause(CORPUS / entry["file"])
     if entry["id"] in KNOWN_MISSES:
         reads_as = KNOWN_MISSES[entry["id"]][0]
         assert got == reads_as, f"{entry['id']}: a known miss now reads as {got}: update KNOWN_MISSES"
@@ -68,5 +61,5 @@ def test_every_dev_log_keeps_its_cause(entry: dict) -> None:
 
 def test_the_test_half_stays_at_its_measured_top1() -> None:
     entries = _labels("test")
-    right = sum(_primary(CORPUS / e["file"]) == e["cause"] for e in entries)
+    right = sum(primary_cause(CORPUS / e["file"]) == e["cause"] for e in entries)
     assert right >= TEST_FLOOR, f"test-half top-1 fell to {right}/{len(entries)} (benchmarks/README.md: {TEST_FLOOR})"

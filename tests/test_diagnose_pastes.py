@@ -9,15 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.diagnose.engine import Request, diagnose
+from diagnose_support import CORPUS, primary_cause
 
-CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
 LABELS = {e["id"]: e for e in tomllib.loads((CORPUS / "labels.toml").read_text(encoding="utf-8"))["log"]}
-
-
-def _cause(path: Path) -> str:
-    result = diagnose(Request(logs=(str(path),), system=False))
-    return result.causes[0].cause if result.causes else "unknown"
 
 
 def _lines(log_id: str) -> list[str]:
@@ -31,7 +25,7 @@ def _lines(log_id: str) -> list[str]:
 def test_a_log_saved_with_windows_line_ends_reads_the_same(tmp_path: Path, log_id: str) -> None:
     log = tmp_path / "crlf.log"
     log.write_bytes(("\r\n".join(_lines(log_id)) + "\r\n").encode("utf-8"))
-    assert _cause(log) == LABELS[log_id]["cause"]
+    assert primary_cause(log) == LABELS[log_id]["cause"]
 
 
 @pytest.mark.parametrize("prefix", ["    ", "\t", "> "])
@@ -39,7 +33,7 @@ def test_a_log_saved_with_windows_line_ends_reads_the_same(tmp_path: Path, log_i
 def test_a_log_indented_or_quoted_in_an_issue_reads_the_same(tmp_path: Path, log_id: str, prefix: str) -> None:
     log = tmp_path / "pasted.log"
     log.write_text("".join(prefix + line + "\n" for line in _lines(log_id)), encoding="utf-8")
-    assert _cause(log) == LABELS[log_id]["cause"]
+    assert primary_cause(log) == LABELS[log_id]["cause"]
 
 
 # (dev log, which part of it is kept): a part that still holds a line naming the cause
@@ -55,4 +49,4 @@ def test_a_log_indented_or_quoted_in_an_issue_reads_the_same(tmp_path: Path, log
 def test_part_of_a_log_still_names_its_cause(tmp_path: Path, log_id: str, part: slice) -> None:
     log = tmp_path / "part.log"
     log.write_text("\n".join(_lines(log_id)[part]) + "\n", encoding="utf-8")
-    assert _cause(log) == LABELS[log_id]["cause"]
+    assert primary_cause(log) == LABELS[log_id]["cause"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from envcheck.diagnose.structure.compiler import first_error
+from envcheck.diagnose.structure.compiler import KILLED, first_error
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal",
-           b"error detected in the compilation of",
-           b"' failed with exit code", b"' failed with exit status", b"' failed: No such file or directory", b"-Icsrc/includes", b"Building extension module ",
+           b"error detected in the compilation of", b"' failed with exit code", b"' failed with exit status",
+           b"' failed: No such file or directory", b"-Icsrc/includes", b"Building extension module ",
            b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
            b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
@@ -119,14 +119,17 @@ def events(lines: list[Line]) -> list[Event]:
             "first NCCL WARN; check the network interface (NCCL_SOCKET_IFNAME) and IB.", nccl_trace.file,
             nccl_trace.number, nccl_trace.text, "NCCL src/include/checks.h (NCCLCHECK's INFO trace)", "nccl",
             ("export NCCL_DEBUG=INFO",)))
-    ds_ops = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
+    # the torch extensions the log says it builds: "Building extension module X", its torch_extensions folder
+    built = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m]
+    folders = [m.group("op") for m in (_EXT_DIR.search(x.text) for x in lines) if m]
+    ds_ops = [op for op in built if op in DS_OPS]
     ds_ops += [op for op in (_op_name(n) for n in names) if op]
     ds_ops += [op for op in (_file_op(x.text) for x in lines) if op]
-    ds_ops += [m.group("op") for m in (_EXT_DIR.search(x.text) for x in lines) if m and m.group("op") in DS_OPS]
+    ds_ops += [op for op in folders if op in DS_OPS]
     compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
     # beside another job's compiler killed for memory (SIG152, 0.9), a compiler's own error is what more RAM would not
     # fix: it comes first
-    killed = any("signal terminated program" in x.text for x in lines)
+    killed = any(KILLED in x.text for x in lines)
     if compile_error is not None:
         src = _DS_SRC.search(compile_error.text)
         found.append(Event(
@@ -141,7 +144,7 @@ def events(lines: list[Line]) -> list[Event]:
     ds_context = any(_DS_CONTEXT.search(x.text) for x in lines)
     deepspeed = bool(ds_ops) or ds_context
     # an extension the log names that is not a DeepSpeed op (mamba's selective_scan): its build is not DeepSpeed's
-    foreign = not deepspeed and any(not _op_name(name) for name in _extensions(lines, names))
+    foreign = not deepspeed and any(not _op_name(name) for name in built + folders + names)
     stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if deepspeed else None
     reason = first_error(lines) if deepspeed or not foreign else None
     if compile_error is None and failed_command is None and stopped is not None:
@@ -262,14 +265,6 @@ def _op(ds_ops: list[str], names: list[str]) -> str:
     return ds_ops[0] if ds_ops else names[0] if names else ""
 
 
-def _extensions(lines: list[Line], names: list[str]) -> list[str]:
-    """The torch extensions the log says it builds: 'Building extension module X', its torch_extensions folder,
-    -DTORCH_EXTENSION_NAME=X."""
-    built = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m]
-    folders = [m.group("op") for m in (_EXT_DIR.search(x.text) for x in lines) if m]
-    return built + folders + names
-
-
 def _op_name(extension: str) -> str:
     """DeepSpeed's op for a TORCH_EXTENSION_NAME: cpu_adam, or cpu_adam_op (setup.py's pre-build name)."""
     for name in (extension, extension.removesuffix("_op")):
@@ -283,8 +278,7 @@ def _file_op(text: str) -> str:
     found = _DS_FILE.search(text)
     if not found:
         return ""
-    stem = found.group("stem")
-    return max((op for op in DS_OPS - _GENERIC_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
+    return _stem_op(found.group("stem"))
 
 
 def _target_op(target: str) -> str:
@@ -292,9 +286,11 @@ def _target_op(target: str) -> str:
     Only a bare object, as torch's JIT build file names them: CMake's src/x.dir/transformer.cc.o is another
     project's."""
     bare = re.fullmatch(r"(?P<stem>\w+)\.(?:cuda\.)?o", target)
-    if not bare:
-        return ""
-    stem = bare.group("stem")
+    return _stem_op(bare.group("stem")) if bare else ""
+
+
+def _stem_op(stem: str) -> str:
+    """The longest DeepSpeed op name a file stem is or starts (cpu_adam_impl -> cpu_adam), never a generic one."""
     return max((op for op in DS_OPS - _GENERIC_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
 
 
