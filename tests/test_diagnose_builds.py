@@ -33,14 +33,22 @@ def test_a_compiler_killed_for_memory_comes_before_the_build_it_stopped(capsys) 
     assert "Killed signal terminated program cc1plus" in causes[0]["evidence"][0]["text"]
 
 
-def test_a_compilers_own_error_comes_before_another_jobs_kill(tmp_path: Path, capsys) -> None:
-    """One job of the build hit a compile error, another's cc1plus was OOM-killed: more memory would not fix it."""
+@pytest.mark.parametrize("kill", [
+    "c++: fatal error: Killed signal terminated program cc1plus",  # gcc's driver
+    "nvcc error   : 'cicc' died due to signal 9 (Kill signal)",  # CUDA 13.0 nvcc's strings
+    "collect2: fatal error: ld terminated with signal 9 [Killed]",  # gcc 12.2's collect2
+])
+def test_a_compilers_own_error_comes_before_another_jobs_kill(tmp_path: Path, capsys, kill: str) -> None:
+    """One job of the build hit a compile error, another's compiler was OOM-killed: more memory would not fix it.
+    Each of the three ways a compiler driver reports the kill (SIG152) gives the compiler's error first."""
     mixed = ("Building extension module fused_adam...\nFAILED: multi_tensor_adam.cuda.o\n/venv/lib/python3.10/site-packages/"
              "deepspeed/ops/csrc/includes/type_shim.h(42): error: identifier \"__nv_bfloat16\" is undefined\n"
-             "FAILED: fused_adam_frontend.o\nc++: fatal error: Killed signal terminated program cc1plus\n"
-             "ninja: build stopped: subcommand failed.\n")
-    first = primary_of(capsys, tmp_path, mixed)
-    assert first["cause"] == "deepspeed_build_failure" and "__nv_bfloat16" in first["title"]
+             f"FAILED: fused_adam_frontend.o\n{kill}\nninja: build stopped: subcommand failed.\n")
+    log = tmp_path / "build.log"
+    log.write_text(mixed, encoding="utf-8")
+    main(["diagnose", "--offline", "--json", str(log)])
+    causes = [c["cause"] for c in json.loads(capsys.readouterr().out)["causes"]]
+    assert causes[:2] == ["deepspeed_build_failure", "host_oom"]
 
 
 def test_a_jit_build_of_another_extension_is_not_a_deepspeed_build_failure(tmp_path: Path, capsys) -> None:

@@ -49,6 +49,8 @@ def _reason(text: str) -> str | None:
      "the compiler's first error: identifier \"__nv_bfloat16\" is undefined"),
     # not a compiler's reason: the OOM killer's (host_oom), and nvcc's architecture stop (cuda_arch_unsupported)
     ("g++: fatal error: Killed signal terminated program cc1plus", None),
+    ("nvcc error   : 'cicc' died due to signal 9 (Kill signal)", None),
+    ("collect2: fatal error: ld terminated with signal 9 [Killed]", None),
     ("nvcc fatal   : Unsupported gpu architecture 'compute_70'", None),
     ("ninja: build stopped: subcommand failed.", None),
 ])

@@ -20,7 +20,9 @@ ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architectur
            b": python setup.py egg_info",
            b"required version by CUDA", b"error LNK", b"torch_extensions",
            # a traceback through DeepSpeed's op loader (op_builder/builder.py jit_load) marks a DeepSpeed build
-           b"op_builder")
+           b"op_builder",
+           # nvcc's "'cicc' died due to signal 9": a compiler killed beside another job's error (compiler.KILLED)
+           b"' died due to signal ")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -129,7 +131,7 @@ def events(lines: list[Line]) -> list[Event]:
     compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
     # beside another job's compiler killed for memory (SIG152, 0.9), a compiler's own error is what more RAM would not
     # fix: it comes first
-    killed = any(KILLED in x.text for x in lines)
+    killed = any(KILLED.search(x.text) for x in lines)
     if compile_error is not None:
         src = _DS_SRC.search(compile_error.text)
         found.append(Event(

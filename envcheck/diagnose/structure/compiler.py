@@ -19,7 +19,9 @@ _NVCC = re.compile(r"nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*(?P<msg
 # A compiler's error line: file:line[:col]: [fatal] error: message (gcc, clang, nvcc's cudafe) or file(line): error
 # (nvcc, MSVC). gcc's "Killed signal terminated program" is the OOM killer's, read as host_oom elsewhere.
 _ERROR = re.compile(r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b:?\s*(?P<msg>.*)")
-KILLED = "signal terminated program"  # gcc's driver: its compiler died of a signal
+# A compiler killed by a signal, as its driver reports it (SIG152's three forms): gcc's "Killed signal terminated
+# program cc1plus", nvcc's "'cicc' died due to signal 9 (Kill signal)", collect2's "ld terminated with signal 9 [Killed]".
+KILLED = re.compile(r"signal terminated program|' died due to signal 9\b|\bterminated with signal 9 \[Killed\]")
 # CUDA headers that live in the toolkit's library dev packages, not in nvcc's own package.
 _CUDA_HEADERS = ("cuda", "cublas", "cusparse", "cusolver", "curand", "cufft", "cupti", "nvrtc", "nvToolsExt", "nvtx3/",
                  "cudnn", "nccl", "thrust/", "cub/", "crt/")
@@ -39,7 +41,7 @@ def first_error(lines: list[Line]) -> CompilerError | None:
     """The first line of LINES that is a compiler's error, read for its reason; None when there is none."""
     for line in lines:
         text = line.text
-        if KILLED in text:
+        if KILLED.search(text):
             continue
         header = _HEADER.search(text)
         if header:
