@@ -43,6 +43,7 @@ CASES = [
     (RECORDED / "import-missing-library.log", "missing_cuda_library", None),
     (RECORDED / "torch-cpu-only-cuda.log", "torch_cpu_only", None),
     (RECORDED / "torchrun-nccl-cpu-only.log", "torch_cpu_only", None),
+    (RECORDED / "assert-cuda-on-cpu-torch.log", "torch_cpu_only", None),  # a script's assert on is_available()
     (RECORDED / "ds-fused-adam-build.log", "cuda_toolkit_mismatch", None),
     (RECORDED / "ds-jit-build-failure.log", "deepspeed_build_failure", None),
     (RECORDED / "ds-jit-build-oom.log", "host_oom", None),  # the OOM killer stopped cc1plus: the build failed of it
@@ -136,6 +137,10 @@ def test_exit_text_forms() -> None:
     assert from_text("exitcode  : -7 (pid: 1)").signal == "SIGBUS"
     assert from_text("bash: line 1:  2771 Segmentation fault      python x.py").signal == "SIGSEGV"
     assert interpret(135).signal == "SIGBUS" and interpret(2).signal is None
+    # MPICH's Hydra prints the raw wait status of a rank killed by a signal (128 more with a core dump)
+    assert from_text("=   EXIT CODE: 9").signal == "SIGKILL"
+    assert from_text("=   EXIT CODE: 139").signal == "SIGSEGV"
+    assert from_text("exit code: 9") is None
 
 
 def test_nothing_recognised_says_so(tmp_path: Path, capsys) -> None:

@@ -25,8 +25,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     # jaxlib's wording for a cuSPARSE it could not load: not found in jax's sources here, so not a rule
     "c1107": ("unknown", "jax: 'operation cusparseGetProperty(...) failed: The cuSPARSE library was not found.'"),
     "c1114": ("unknown", "ctranslate2 on Windows: 'Invalid handle. Cannot load symbol cudnnCreateTensorDescriptor'"),
-    # unsloth raises it whenever torch.cuda.is_available() is False: no driver, no GPU or a CPU build alike
-    "c1200": ("unknown", "Unsloth: No NVIDIA GPU found?; the reporter's torch was a CPU build"),
     "c1171": ("nccl_error", "vLLM's NCCL 'unhandled system error'; the maintainer read /dev/shm in a log not pasted"),
     # NCCL's alloc.h 'Cuda failure out of memory' is a cudaMalloc failing; this thread's fix was another NCCL
     "c1133": ("gpu_oom", "NCCL [Rem Allocator] failures and Cuda failure 'out of memory'; a newer NCCL fixed it"),

@@ -50,6 +50,9 @@ _PATTERNS = (
     re.compile(r"returned non-zero exit status (-?\d+)"),  # subprocess.CalledProcessError (accelerate, llamafactory-cli)
     re.compile(r"died with <Signals\.(?=SIG[A-Z0-9]+: (\d+)>)(SIG[A-Z0-9]+)"),  # CalledProcessError, killed by a signal
 )
+# MPICH's Hydra prints its "BAD TERMINATION" block only for a rank killed by a signal, with the raw wait status as
+# "=   EXIT CODE: 9" (the signal, 128 more with a core dump): pmiserv_cb.c, SIG155
+_HYDRA = re.compile(r"^=\s+EXIT CODE: (\d+)\s*$")
 _SPAWN = re.compile(r"terminated with signal (SIG[A-Z0-9]+)")  # torch.multiprocessing.spawn's ProcessExitedException
 # bash prints strsignal() in the locale's language: glibc's po/ translations of the three that kill training runs
 _TRANSLATED = {
@@ -98,6 +101,11 @@ def from_text(text: str) -> ExitInfo | None:
                 return ExitInfo(-int(found.group(1)), found.group(2), f"{found.group(2)} (signal {found.group(1)})")
             code = int(found.group(1))
             return interpret(code) if code else None
+    hydra = _HYDRA.search(text)
+    if hydra and signal_name(int(hydra.group(1)) & 0x7F):
+        number = int(hydra.group(1)) & 0x7F
+        name = signal_name(number)
+        return ExitInfo(-number, name, f"MPI's Hydra: a rank was killed by signal {number} ({name})")
     spawn = _SPAWN.search(text)
     if spawn and hasattr(signal, spawn.group(1)):
         number = int(getattr(signal, spawn.group(1)))
