@@ -190,3 +190,36 @@ def test_a_deepspeed_op_that_loaded_is_not_blamed_for_a_later_error(tmp_path: Pa
                       "KeyError: 'labels'\n"
                       "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero "
                       "exit status 1.\n")["cause"] is None
+
+
+_SETUP_TB = ("      Traceback (most recent call last):\n"
+             "        File \"<string>\", line 2, in <module>\n"
+             "        File \"/tmp/pip-install-1a2b/deepspeed_0f9e/setup.py\", line 195, in <module>\n"
+             "          builder.hipify_extension()\n"
+             "        File \"/tmp/pip-install-1a2b/deepspeed_0f9e/op_builder/builder.py\", line 750, in hipify_extension\n"
+             "          header_include_dirs=self.include_paths(),\n"
+             "      {exc}\n")
+
+
+@pytest.mark.parametrize(("exc", "cause"), [
+    ("TypeError: expected str, bytes or os.PathLike object, not NoneType", "deepspeed_build_failure"),
+    ("ModuleNotFoundError: No module named 'torch'", "deepspeed_build_failure"),
+    # an import error inside DeepSpeed's setup.py is its install failing, ahead of the version conflict it shows
+    ("ImportError: cannot import name 'packaging' from 'pkg_resources' (/env/lib/python3.10/site-packages/"
+     "pkg_resources/__init__.py)", "deepspeed_build_failure"),
+    # causes of their own keep their rule
+    ("ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+     "missing_cuda_library"),
+])
+def test_an_exception_in_deepspeeds_setup_is_an_install_failure(tmp_path: Path, capsys, exc: str, cause: str) -> None:
+    """pip installing DeepSpeed from source runs its setup.py and op_builder/: whatever they raise stops the install."""
+    assert primary_of(capsys, tmp_path, _SETUP_TB.format(exc=exc))["cause"] == cause
+
+
+def test_the_installed_op_builder_at_training_time_is_not_an_install(tmp_path: Path, capsys) -> None:
+    """deepspeed/ops/op_builder/ runs when a training run loads an op: a setup.py of the user's own beside it is not
+    DeepSpeed's install, and its exception names no install failure."""
+    tb = ("Traceback (most recent call last):\n  File \"/work/setup.py\", line 3, in <module>\n"
+          "  File \"/env/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py\", line 480, in load\n"
+          "ValueError: bad config key 'stage'\n")
+    assert primary_of(capsys, tmp_path, tb)["cause"] is None

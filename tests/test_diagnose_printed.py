@@ -165,6 +165,13 @@ PRINTED = [
     ("OSError: [WinError 1455] 页面文件太小，无法完成操作。 Error loading \"C:\\Python310\\lib\\site-packages\\torch\\"
      "lib\\cudnn_cnn_infer64_8.dll\" or one of its dependencies.", "host_oom"),
     ("    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.1.0+cpu)", "torch_cpu_only"),  # xformers' build report
+    ("NotImplementedError: Unsloth cannot find any torch accelerator? You need a GPU.", "torch_cpu_only"),
+    ("ValueError: The configured object store size (32.0 GB) exceeds /dev/shm size (0.067108864 GB). This will harm "
+     "performance. Consider deleting files in /dev/shm or increasing its size with --shm-size in Docker. To ignore "
+     "this warning, set RAY_OBJECT_STORE_ALLOW_SLOW_STORAGE=1.", "shm_too_small"),
+    # MPICH's Hydra block for a rank killed by SIGSEGV with a core dump (raw wait status 139)
+    ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT node3\n=   EXIT CODE: 139\n"
+     "=   CLEANING UP REMAINING PROCESSES", "segfault_other"),
     ("Ultralytics YOLOv8.1.3 Python-3.10.11 torch-2.1.0+cpu\nAn Error occurred: Invalid CUDA 'device=0' requested. Use "
      "'device=cpu' or pass valid CUDA device(s) if available, i.e. 'device=0' or 'device=0,1,2,3' for Multi-GPU.",
      "torch_cpu_only"),  # the CPU build's banner, and CUDA asked for

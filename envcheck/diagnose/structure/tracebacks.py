@@ -83,6 +83,14 @@ _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
 _MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version|"
                        r"Installed CUDA version [\d.]+ does not match the version torch was compiled with")
 _DS_OP = re.compile(r"deepspeed[/\\]ops[/\\](?!op_builder)\w+[/\\](?P<op>\w+)\.py")
+# DeepSpeed's own setup.py on the stack: pip's unpacked source (/tmp/pip-install-x/deepspeed_<hash>/setup.py), a
+# checkout (DeepSpeed/setup.py), or a setup.py beside the source tree's top-level op_builder/ (the installed package
+# has deepspeed/ops/op_builder/ instead, which runs at training time).
+_DS_SETUP = re.compile(r"(?i:deepspeed)[\w.-]*[/\\]setup\.py$")
+_SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/\\]\w+\.py$")
+# Causes of their own that an exception in DeepSpeed's setup.py may carry (a CUDA mismatch, a CUDA library that
+# does not load): those rules name them; the install failure does not outrank them.
+_OWN_CAUSE = re.compile(r"cannot open shared object file|mismatches the version|does not match the version torch")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
 ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
            b"does not match the version torch", b"but the version found is")
@@ -100,6 +108,18 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
     found = []
     for tb in tracebacks:
         message, top = tb.message, tb.packages[-1] if tb.packages else ""
+        if _in_deepspeed_setup(tb) and not _OWN_CAUSE.search(message):
+            found.append(_event(tb, "ds_setup", "deepspeed_build_failure", 0.78,
+                                f"Installing DeepSpeed failed in its setup.py: {tb.type or 'an error'}",
+                                "DeepSpeed's setup.py (and its op_builder, which it runs to pre-build or list ops) "
+                                f"raised {tb.type or 'an error'} while pip or setup.py installed DeepSpeed from "
+                                "source: " + (message[:160] or "see the traceback") + ".",
+                                "Read the exception: typically torch not importable in the build environment (install "
+                                "torch first, then pip install --no-build-isolation deepspeed), CUDA_HOME unset for a "
+                                "CUDA or ROCm op, or a setuptools/torch pair the release predates (pin the older "
+                                "setuptools, or use a newer DeepSpeed); else install a released wheel.",
+                                "a traceback through DeepSpeed's setup.py and op_builder/ (CPython traceback frames)",
+                                "deepspeed"))
         if _NP_REMOVED.search(message):
             blame = next((p for p in reversed(tb.packages) if p not in ("numpy",)), "numpy")
             found.append(_event(tb, "numpy_removed", "numpy_abi", 0.9,
@@ -152,6 +172,13 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
 def _event(tb: Traceback, kind: str, cause: str, confidence: float, title: str, explanation: str, fix: str,
            source: str, library: str) -> Event:
     return Event(kind, cause, confidence, title, explanation, fix, tb.file, tb.line, tb.text, source, library)
+
+
+def _in_deepspeed_setup(tb: Traceback) -> bool:
+    """Whether DeepSpeed's own setup.py is on the traceback's stack (an install from source, not a training run)."""
+    if any(_DS_SETUP.search(p) for p in tb.paths):
+        return True
+    return any(p.endswith("setup.py") for p in tb.paths) and any(_SOURCE_OP_BUILDER.search(p) for p in tb.paths)
 
 
 def _op(tb: Traceback) -> str:
