@@ -223,3 +223,38 @@ def test_the_installed_op_builder_at_training_time_is_not_an_install(tmp_path: P
           "  File \"/env/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py\", line 480, in load\n"
           "ValueError: bad config key 'stage'\n")
     assert primary_of(capsys, tmp_path, tb)["cause"] is None
+
+
+_JIT_TB = ("Traceback (most recent call last):\n"
+           "  File \"/env/lib/python3.8/site-packages/deepspeed/ops/adam/fused_adam.py\", line 72, in __init__\n"
+           "    fused_adam_cuda = FusedAdamBuilder().load()\n"
+           "  File \"/env/lib/python3.8/site-packages/deepspeed/ops/op_builder/builder.py\", line 174, in load\n"
+           "    return self.jit_load(verbose)\n"
+           "  File \"/env/lib/python3.8/site-packages/deepspeed/ops/op_builder/builder.py\", line 210, in jit_load\n"
+           "    cxx_args = self.strip_empty_entries(self.cxx_args())\n"
+           "{exc}\n")
+
+
+@pytest.mark.parametrize(("exc", "cause"), [
+    ("TypeError: object of type 'NoneType' has no len()", "deepspeed_build_failure"),
+    # torch's own check of CUDA_HOME keeps its rule (cuda_toolkit_mismatch), and so does an op built for another torch
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+     "cuda_toolkit_mismatch"),
+    ("ImportError: /root/.cache/torch_extensions/py38_cu117/fused_adam/fused_adam.so: undefined symbol: "
+     "_ZN3c104cuda9SetDeviceEi", "segfault_abi_mismatch"),
+])
+def test_an_exception_in_deepspeeds_jit_load_is_an_op_build_failure(tmp_path: Path, capsys, exc: str,
+                                                                     cause: str) -> None:
+    first = primary_of(capsys, tmp_path, _JIT_TB.format(exc=exc))
+    assert first["cause"] == cause
+    if cause == "deepspeed_build_failure":
+        assert first["library"] == "fused_adam"
+
+
+def test_no_nvcc_where_a_deepspeed_op_build_runs_it(tmp_path: Path, capsys) -> None:
+    """Older DeepSpeed ran CUDA_HOME/bin/nvcc -V bare: subprocess's FileNotFoundError is the build's reason."""
+    tail = ("  File \"/env/lib/python3.8/site-packages/deepspeed/ops/op_builder/builder.py\", line 174, in load\n"
+            "    return self.jit_load(verbose)\n"
+            "FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'\n")
+    first = primary_of(capsys, tmp_path, tail)
+    assert first["cause"] == "deepspeed_build_failure" and "nvcc is not installed" in first["title"]

@@ -22,7 +22,9 @@ ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architectur
            # a traceback through DeepSpeed's op loader (op_builder/builder.py jit_load) marks a DeepSpeed build
            b"op_builder",
            # nvcc's "'cicc' died due to signal 9": a compiler killed beside another job's error (compiler.KILLED)
-           b"' died due to signal ")
+           b"' died due to signal ",
+           # subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc (compiler._NO_NVCC)
+           b"/nvcc'", b"\\nvcc.exe'")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -65,7 +67,9 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu
                       # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
                       r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|(?:^|\s)ninja: error: "
                       # GNU ld missing an input object: its compile step did not produce it
-                      r"|\bld: cannot find \S+\.o: No such file or directory")
+                      r"|\bld: cannot find \S+\.o: No such file or directory"
+                      # no nvcc where the build runs it (compiler._NO_NVCC)
+                      r"|No such file or directory: '[^']*[/\\]nvcc(?:\.exe)?'")
 # torch.utils.cpp_extension's _run_ninja_build: ninja's CalledProcessError, re-raised as "Error building extension".
 # A traceback through _run_ninja_build: the function raises only when ninja failed.
 _TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Error building extension '"

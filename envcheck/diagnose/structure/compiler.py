@@ -16,6 +16,9 @@ _HEADER = re.compile(r"fatal error:? (?:C1083: Cannot open include file: '(?P<ms
 _GNU = re.compile(r"unsupported GNU version! gcc versions later than (?P<max>\d+) are not supported")
 # nvcc's own stop (not the GPU architecture, which is cuda_arch_unsupported): "nvcc fatal   : <message>".
 _NVCC = re.compile(r"nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*(?P<msg>.+)")
+# The toolkit's compiler itself missing: subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc, which DeepSpeed's
+# op_builder (installed_cuda_version runs "nvcc -V") and torch's cpp_extension run before compiling.
+_NO_NVCC = re.compile(r"No such file or directory: '(?P<path>[^']*[/\\]nvcc(?:\.exe)?)'")
 # A compiler's error line: file:line[:col]: [fatal] error: message (gcc, clang, nvcc's cudafe) or file(line): error
 # (nvcc, MSVC). gcc's "Killed signal terminated program" is the OOM killer's, read as host_oom elsewhere.
 _ERROR = re.compile(r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b:?\s*(?P<msg>.*)")
@@ -56,6 +59,15 @@ def first_error(lines: list[Line]) -> CompilerError | None:
                 "with the system's gcc, and this one is newer than the toolkit knows.",
                 f"Build with a gcc of version {top} or older (CC=gcc-{top} CXX=g++-{top}, or conda install "
                 f"gxx_linux-64={top}), or install a newer CUDA toolkit that supports this gcc.")
+        no_nvcc = _NO_NVCC.search(text)
+        if no_nvcc:
+            path = no_nvcc.group("path")
+            return CompilerError(
+                line, f"nvcc is not installed ({path})",
+                f"The build ran the CUDA toolkit's compiler at {path} and there is none: CUDA_HOME points at a folder "
+                "without the toolkit (a runtime-only install, or no toolkit at all).",
+                "Install the CUDA toolkit (its nvcc) of torch.version.cuda's release and point CUDA_HOME at it, or "
+                "install the op pre-built so that nothing is compiled at run time.")
         nvcc = _NVCC.search(text)
         if nvcc:
             message = nvcc.group("msg").strip()

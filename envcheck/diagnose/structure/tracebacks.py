@@ -27,6 +27,7 @@ class Traceback:
     packages: tuple[str, ...]  # of the frames, outermost first
     text: str  # the exception line as printed
     paths: tuple[str, ...] = ()  # the frames' files, outermost first
+    code: tuple[str, ...] = ()  # the frames' function names ("in jit_load") and source lines, stripped, in order
 
     @property
     def symptom(self) -> bool:
@@ -37,16 +38,19 @@ def parse(block: list[Line], prefix_len: int = 0) -> Traceback | None:
     """BLOCK: a header, its frames, the exception line and up to a few continuation lines (the scan's cut)."""
     packages: list[str] = []
     paths: list[str] = []
+    code: list[str] = []
     for i, line in enumerate(block[1:], 1):
         body = line.text[prefix_len:]
         frame = _FRAME.match(body)
         if frame:
             paths.append(frame.group("path"))
+            code.append(body.rsplit(", in ", 1)[-1].strip() if ", in " in body else "")
             pkg = package_of(frame.group("path"))
             if pkg and (not packages or packages[-1] != pkg):
                 packages.append(pkg)
             continue
         if body[:1] in (" ", "\t") or not body:
+            code.append(body.strip())
             continue
         found = _EXC.match(body.strip())
         if not found:
@@ -54,7 +58,7 @@ def parse(block: list[Line], prefix_len: int = 0) -> Traceback | None:
         rest = [b.text[prefix_len:].strip() for b in block[i + 1:i + 5]]
         message = " ".join([found.group("msg") or "", *[r for r in rest if r and not r.startswith(HEADER)]]).strip()
         return Traceback(line.file, line.number, found.group("type"), message, tuple(packages), line.text,
-                         tuple(paths))
+                         tuple(paths), tuple(code))
     return None
 
 
@@ -88,9 +92,11 @@ _DS_OP = re.compile(r"deepspeed[/\\]ops[/\\](?!op_builder)\w+[/\\](?P<op>\w+)\.p
 # has deepspeed/ops/op_builder/ instead, which runs at training time).
 _DS_SETUP = re.compile(r"(?i:deepspeed)[\w.-]*[/\\]setup\.py$")
 _SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/\\]\w+\.py$")
-# Causes of their own that an exception in DeepSpeed's setup.py may carry (a CUDA mismatch, a CUDA library that
-# does not load): those rules name them; the install failure does not outrank them.
-_OWN_CAUSE = re.compile(r"cannot open shared object file|mismatches the version|does not match the version torch")
+# Causes of their own that an exception in DeepSpeed's setup.py or op build may carry (a CUDA mismatch, a CUDA
+# library that does not load, an op built for another torch, torch's CUDA_HOME check): those rules name them; the
+# install or build failure does not outrank them.
+_OWN_CAUSE = re.compile(r"cannot open shared object file|mismatches the version|does not match the version torch"
+                        r"|undefined symbol|Error building extension|CUDA_HOME environment variable is not set")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
 ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
            b"does not match the version torch", b"but the version found is")
@@ -108,6 +114,18 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
     found = []
     for tb in tracebacks:
         message, top = tb.message, tb.packages[-1] if tb.packages else ""
+        if _in_deepspeed_jit_load(tb) and not _OWN_CAUSE.search(message):
+            found.append(_event(tb, "ds_jit_load", "deepspeed_build_failure", 0.72,
+                                f"DeepSpeed could not JIT-build an op: {tb.type or 'an error'}",
+                                "DeepSpeed builds an op the first time it is used (op_builder's jit_load, through "
+                                f"torch.utils.cpp_extension), and the build raised {tb.type or 'an error'}: "
+                                + (message[:160] or "see the traceback") + ".",
+                                "Read the exception: usually no CUDA toolkit where the build looks (nvcc missing, "
+                                "CUDA_HOME unset or pointing at a folder without bin/nvcc); install the toolkit "
+                                "matching torch.version.cuda and set CUDA_HOME, or install DeepSpeed with the op "
+                                "pre-built (DS_BUILD_<OP>=1), or choose an optimizer that needs no op.",
+                                "a traceback through DeepSpeed's op_builder jit_load (CPython traceback frames)",
+                                _op(tb)))
         if _in_deepspeed_setup(tb) and not _OWN_CAUSE.search(message):
             found.append(_event(tb, "ds_setup", "deepspeed_build_failure", 0.78,
                                 f"Installing DeepSpeed failed in its setup.py: {tb.type or 'an error'}",
@@ -179,6 +197,12 @@ def _in_deepspeed_setup(tb: Traceback) -> bool:
     if any(_DS_SETUP.search(p) for p in tb.paths):
         return True
     return any(p.endswith("setup.py") for p in tb.paths) and any(_SOURCE_OP_BUILDER.search(p) for p in tb.paths)
+
+
+def _in_deepspeed_jit_load(tb: Traceback) -> bool:
+    """Whether the traceback runs through DeepSpeed's op_builder jit_load: the frame's name, or its caller's source
+    line when a paste kept the source lines and dropped the frames."""
+    return any(c == "jit_load" or "self.jit_load(" in c for c in tb.code)
 
 
 def _op(tb: Traceback) -> str:
