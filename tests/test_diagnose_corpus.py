@@ -38,6 +38,20 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     # bitsandbytes 0.40 warns and loads its CPU library; the run goes on until an 8-bit op is used
     "c1410": ("unknown", "bitsandbytes: 'WARNING: No libcudart.so found!' and no later failure pasted"),
     "c1318": ("unknown", "Ultralytics' banners alone, one with torch-2.0.0+cpu; a run on a CPU on purpose prints it"),
+    # the tenth round's dev logs that no rule reads
+    "c1721": ("unknown", "Windows 'DLL load failed while importing flash_attn_2_cuda' (German); torch was a CPU build"),
+    # CPU runs on purpose print these and go on (projects filter the first), so they get no rule
+    "c1724": ("unknown", "torch autocast's 'CUDA is not available. Disabling' warning alone; torch was a CPU build"),
+    "c1900": ("unknown", "whisper's 'FP16 is not supported on CPU' warning alone; torch was a CPU build"),
+    # on a CPU machine the fix is torch.load's map_location, not a CUDA build
+    "c1901": ("unknown", "torch.load's 'deserialize object on a CUDA device'; torch was a CPU build"),
+    "c1485": ("unknown", "a ds_report table of ops not pre-built ([NO]); a JIT install prints the same"),
+    "c1488": ("unknown", "a Docker DS_BUILD_OPS=1 build cut off before its error line"),
+    # the DataLoader cannot tell a worker killed by SIGBUS (shm) from one killed by SIGKILL; SIG009 reads shm
+    "c1793": ("shm_too_small", "'DataLoader worker ... exited unexpectedly' alone; the thread found host RAM full"),
+    "c1607": ("unknown", "a vLLM NCCL hang with no error line; disabling ACS/IOMMU fixed it"),
+    "c1667": ("unknown", "vLLM's 'Engine core proc EngineCore_DP0 died unexpectedly'; the fix was --shm-size"),
+    "c1669": ("unknown", "lmdb.Error with a Korean message in mojibake; the LMDB map size exceeded the disk"),
 }
 TEST_FLOOR = 261  # benchmarks/README.md: test-half top-1 of the last measurement (261/303)
 
