@@ -38,6 +38,9 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     # bitsandbytes 0.40 warns and loads its CPU library; the run goes on until an 8-bit op is used
     "c1410": ("unknown", "bitsandbytes: 'WARNING: No libcudart.so found!' and no later failure pasted"),
     "c1318": ("unknown", "Ultralytics' banners alone, one with torch-2.0.0+cpu; a run on a CPU on purpose prints it"),
+    # read right before only from NCCL <= 2.10's WARN "Failed to open libibverbs.so[.1]", printed on every machine
+    # without InfiniBand (SIG092 leaves it out)
+    "c1132": ("unknown", "an NCCL all-reduce hang with no error line; booting with intel_iommu=off fixed it"),
     # the tenth round's dev logs that no rule reads
     "c1721": ("unknown", "Windows 'DLL load failed while importing flash_attn_2_cuda' (German); torch was a CPU build"),
     # CPU runs on purpose print these and go on (projects filter the first), so they get no rule

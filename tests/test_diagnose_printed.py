@@ -233,6 +233,7 @@ HEALTHY = [
     'gpu1:1234:1234 [0] NCCL INFO cudaDriverVersion 12020',
     'NCCL version 2.20.5+cuda12.4',
     'gpu1:1234:1290 [0] NCCL INFO Failed to open libibverbs.so[.1]',
+    'gpu1:1234:1290 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]',  # NCCL <= 2.10, no IB
     'gpu1:1234:1290 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.4<0>',
     'gpu1:1234:1290 [0] NCCL INFO Using network Socket',
     'gpu1:1234:1290 [0] NCCL INFO comm 0x55d4 rank 0 nranks 2 cudaDev 0 busId 100000 commId 0x1f2e - Init COMPLETE',
