@@ -86,6 +86,10 @@ _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
 # torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py assert_no_cuda_mismatch.
 _MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version|"
                        r"Installed CUDA version [\d.]+ does not match the version torch was compiled with")
+# DeepSpeed's assert_no_cuda_mismatch prints the same words and goes on when only the minor versions differ ("but
+# since the APIs are compatible, accepting this combination") or DS_SKIP_CUDA_CHECK=1 is set ("Allowing this
+# combination"): no mismatch that stops a build.
+_ACCEPTED = re.compile(r"accepting this combination|Allowing this combination")
 _DS_OP = re.compile(r"deepspeed[/\\]ops[/\\](?!op_builder)\w+[/\\](?P<op>\w+)\.py")
 # DeepSpeed's own setup.py on the stack: pip's unpacked source (/tmp/pip-install-x/deepspeed_<hash>/setup.py), a
 # checkout (DeepSpeed/setup.py), or a setup.py beside the source tree's top-level op_builder/ (the installed package
@@ -175,7 +179,7 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "cache directory (or the container's overlay) is full.",
                                 "Free space or write checkpoints/caches elsewhere (output_dir, HF_HOME, "
                                 "TMPDIR); in a container, mount a volume for them.", "errno ENOSPC (28)", top))
-        elif _MISMATCH.search(message):
+        elif _MISMATCH.search(message) and not _ACCEPTED.search(message):
             found.append(_event(tb, "cuda_mismatch", "cuda_toolkit_mismatch", 0.9,
                                 "nvcc's CUDA differs from the CUDA torch was built with",
                                 "torch.utils.cpp_extension refuses to build an extension with a CUDA toolkit "
