@@ -258,3 +258,15 @@ def test_no_nvcc_where_a_deepspeed_op_build_runs_it(tmp_path: Path, capsys) -> N
             "FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'\n")
     first = primary_of(capsys, tmp_path, tail)
     assert first["cause"] == "deepspeed_build_failure" and "nvcc is not installed" in first["title"]
+
+
+def test_no_ninja_for_a_jit_build(tmp_path: Path, capsys) -> None:
+    """torch's verify_ninja_availability: an unnamed JIT build (a training run's, usually a DeepSpeed op) without
+    ninja names the missing tool in its title and fix."""
+    tb = ("Traceback (most recent call last):\n"
+          "  File \"/env/lib/python3.10/site-packages/torch/utils/cpp_extension.py\", line 1850, in "
+          "verify_ninja_availability\n    raise RuntimeError(\"Ninja is required to load C++ extensions\")\n"
+          "RuntimeError: Ninja is required to load C++ extensions\n")
+    first = primary_of(capsys, tmp_path, tb)
+    assert first["cause"] == "deepspeed_build_failure" and "ninja is not installed" in first["title"]
+    assert "pip install ninja" in first["fix"]

@@ -51,6 +51,9 @@ def _reason(text: str) -> str | None:
     ("g++: fatal error: Killed signal terminated program cc1plus", None),
     ("nvcc error   : 'cicc' died due to signal 9 (Kill signal)", None),
     ("collect2: fatal error: ld terminated with signal 9 [Killed]", None),
+    ("RuntimeError: Ninja is required to load C++ extensions", "ninja is not installed"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'",
+     "nvcc is not installed (/usr/local/cuda/bin/nvcc)"),
     ("nvcc fatal   : Unsupported gpu architecture 'compute_70'", None),
     ("ninja: build stopped: subcommand failed.", None),
 ])

@@ -31,6 +31,10 @@ PRINTED = [
      "missing_cuda_library"),
     ("AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'", "deepspeed_build_failure"),
     ("  ERROR: Failed building wheel for deepspeed", "deepspeed_build_failure"),
+    ("ERROR: Could not build wheels for deepspeed, which is required to install pyproject.toml-based projects",
+     "deepspeed_build_failure"),  # pip 23
+    ("ERROR: Failed to build installable wheels for some pyproject.toml based projects (deepspeed)",
+     "deepspeed_build_failure"),  # pip 25
     ("FAILED: [code=1] multi_tensor_adam.cuda.o ", "deepspeed_build_failure"),  # ninja 1.13
     ("node1:2213:2290 [0] include/alloc.h:48 NCCL WARN Cuda failure 'peer access is not supported between these "
      "two devices'", "nccl_error"),

@@ -73,7 +73,7 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu
 # torch.utils.cpp_extension's _run_ninja_build: ninja's CalledProcessError, re-raised as "Error building extension".
 # A traceback through _run_ninja_build: the function raises only when ninja failed.
 _TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Error building extension '"
-                        r"|, in _run_ninja_build\b")
+                        r"|, in _run_ninja_build\b|Ninja is required to load C\+\+ extensions")
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
 # op's NAME).
@@ -198,7 +198,7 @@ def events(lines: list[Line]) -> list[Event]:
         found.append(Event(
             "compiler", "deepspeed_build_failure", 0.5,
             "Building a compiled op failed (ninja)" + (f": {reason.reason}" if reason is not None else ""),
-            "torch.utils.cpp_extension's JIT build of an unnamed extension stopped (ninja exited non-zero): in a "
+            "torch.utils.cpp_extension's JIT build of an unnamed extension failed: in a "
             "training run usually a DeepSpeed op built at start-up. "
             + (reason.explanation if reason is not None else "The compiler's first error above says why."),
             reason.fix if reason is not None else "Read the first compiler error; install a gcc and CUDA toolkit the "

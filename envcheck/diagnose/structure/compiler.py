@@ -19,6 +19,8 @@ _NVCC = re.compile(r"nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*(?P<msg
 # The toolkit's compiler itself missing: subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc, which DeepSpeed's
 # op_builder (installed_cuda_version runs "nvcc -V") and torch's cpp_extension run before compiling.
 _NO_NVCC = re.compile(r"No such file or directory: '(?P<path>[^']*[/\\]nvcc(?:\.exe)?)'")
+# torch.utils.cpp_extension's verify_ninja_availability: "Ninja is required to load C++ extensions".
+_NO_NINJA = "Ninja is required to load C++ extensions"
 # A compiler's error line: file:line[:col]: [fatal] error: message (gcc, clang, nvcc's cudafe) or file(line): error
 # (nvcc, MSVC). gcc's "Killed signal terminated program" is the OOM killer's, read as host_oom elsewhere.
 _ERROR = re.compile(r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b:?\s*(?P<msg>.*)")
@@ -59,6 +61,12 @@ def first_error(lines: list[Line]) -> CompilerError | None:
                 "with the system's gcc, and this one is newer than the toolkit knows.",
                 f"Build with a gcc of version {top} or older (CC=gcc-{top} CXX=g++-{top}, or conda install "
                 f"gxx_linux-64={top}), or install a newer CUDA toolkit that supports this gcc.")
+        if _NO_NINJA in text:
+            return CompilerError(
+                line, "ninja is not installed",
+                "torch.utils.cpp_extension builds extensions at run time with ninja, and there is no ninja on PATH in "
+                "this environment.",
+                "pip install ninja in the same environment (check: ninja --version), then run again.")
         no_nvcc = _NO_NVCC.search(text)
         if no_nvcc:
             path = no_nvcc.group("path")
