@@ -269,4 +269,4 @@ def test_no_ninja_for_a_jit_build(tmp_path: Path, capsys) -> None:
           "RuntimeError: Ninja is required to load C++ extensions\n")
     first = primary_of(capsys, tmp_path, tb)
     assert first["cause"] == "deepspeed_build_failure" and "ninja is not installed" in first["title"]
-    assert "pip install ninja" in first["fix"]
+    assert "pip install ninja" in first["fixes"][0]["summary"]
