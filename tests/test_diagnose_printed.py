@@ -22,6 +22,8 @@ PRINTED = [
     ("subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status -9.", "host_oom"),
     ("OSError: [Errno 122] Disk quota exceeded: '/home/u/.cache/huggingface/hub/tmpab12'", "disk_full"),
     ("OSError: [WinError 112] There is not enough space on the disk", "disk_full"),
+    ("ray.exceptions.OutOfDiskError: Local disk is full\nThe object cannot be created because the local object store is "
+     "full and the local disk's utilization is over capacity (95% by default).", "disk_full"),
     ("RuntimeError: module compiled against API version 0x10 but this version of numpy is 0xf", "numpy_abi"),
     ("Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, libcudnn_ops.so}",
      "missing_cuda_library"),
@@ -157,6 +159,12 @@ PRINTED = [
      "is installed correctly.", "missing_cuda_library"),
     ("OSError: cannot load library 'C:\\Users\\u\\miniconda3\\Library\\bin\\cudnn64_8.dll': error 0x7e",
      "missing_cuda_library"),  # cffi on Windows
+    # NCCL <= 2.8 include/shm.h: SYSCHECK's strerror, and a segment named without its /dev/shm path
+    ("node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied", "shm_too_small"),
+    ("node08:27106:27302 [0] NCCL WARN Error while creating shared memory segment nccl-shm-recv-b7948f403864987a-0-3-0 "
+     "(size 4460544)", "shm_too_small"),
+    # torch's shared-memory file </torch_<pid>_<n>> is in /dev/shm, whatever the line's wording
+    ("RuntimeError: unable to write to file </torch_1234_567_0>: No space left on device (28)", "shm_too_small"),
     # NCCL 2.22+ shmutils.cc: mkstemp in /dev/shm failing (2.22.3 printed the path as a pointer), mmap failing
     ("gpu1:1:2 [0] misc/shmutils.cc:73 NCCL WARN Error: failed to create shared memory file 0x7ffd2a3b1c40, error "
      "Permission denied (13)", "shm_too_small"),

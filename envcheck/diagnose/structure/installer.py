@@ -39,7 +39,8 @@ _CPU_WHEEL = re.compile(r"\btorch-\d+\.\d+(?:\.\d+)?\+cpu\b")
 _UNINSTALL = re.compile(r"\b[Uu]ninstall|Found existing installation")
 _WANTS_CUDA = re.compile(r"Invalid CUDA 'device=")
 _NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]")
-_SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory", re.I)
+# torch's shared-memory files are named </torch_<pid>_<n>> (as tracebacks._SHM_FILE): they live in /dev/shm
+_SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory|</torch_\d", re.I)
 _DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
 # pip's "Downloading/Using cached .../torch-2.3.1-cp310-cp310-win_amd64.whl": the default index's Windows wheels of
 # torch are CPU builds; PyTorch's CUDA wheels carry a local version (torch-2.3.1+cu121-..., %2B in a URL).

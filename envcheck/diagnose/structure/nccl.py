@@ -7,6 +7,7 @@ import re
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"/dev/shm/nccl", b"failed to create shared memory file", b"shmutils.cc", b"remote process exit",
+           b"shm.h:", b"shared memory segment nccl-shm-",
            b"ncclRemoteError", b"Connection closed by",
            b"NCCL error in", b"InvalidUsage", b"UnhandledCudaError", b"ncclSystemError", b"ncclInternalError",
            b"Watchdog caught collective", b"Duplicate GPU detected")
@@ -15,11 +16,17 @@ ANCHORS = (b"/dev/shm/nccl", b"failed to create shared memory file", b"shmutils.
 # file %s" (mkstemp; 2.22.3 printed the path as a pointer); src/os/linux.cc in 2.30.
 _SHM = re.compile(r"shmutils\.cc.*(?:failed to extend|creating shared memory segment)|"
                   r"failed to extend /dev/shm/nccl|shared memory segment /dev/shm/nccl|"
-                  r"failed to create shared memory file (?:/dev/shm/nccl|0x)|Could not map /dev/shm/nccl")
+                  r"failed to create shared memory file (?:/dev/shm/nccl|0x)|Could not map /dev/shm/nccl|"
+                  # NCCL <= 2.8 (v2.7.8-1 src/include/shm.h, checks.h): SYSCHECK's "Call to shm_open failed :
+                  # <strerror>" (also posix_fallocate, mmap), and its segments named nccl-shm-recv-<hash>-...
+                  r"shm\.h:\d+ NCCL WARN Call to (?:shm_open|posix_fallocate|mmap) failed|"
+                  r"shared memory segment nccl-shm-")
 # torch c10d NCCLUtils.cpp getNcclErrorDetailStr(ncclRemoteError): "A call failed possibly due to a network error or
 # a remote process exiting prematurely."; NCCL net_socket/socket.cc: "Connection closed by remote peer".
 # an errno other than ENOSPC in NCCL's message ("error Permission denied (13)", "Cannot allocate memory (12)")
 _OTHER_ERRNO = re.compile(r"error:? (?!No space left on device)[A-Z][\w ]+ \((?!28\))\d+\)")
+# NCCL <= 2.8's SYSCHECK prints strerror alone: "Call to shm_open failed : Permission denied"
+_OLD_OTHER = re.compile(r"Call to \w+ failed : (?!No space left on device)")
 _REMOTE = re.compile(r"ncclRemoteError|remote process exit(?:ed|ing)|Connection closed by (?:remote )?peer")
 
 
@@ -56,7 +63,7 @@ def events(lines: list[Line]) -> list[Event]:
         if _SHM.search(line.text):
             # ENOSPC (fallocate, or an errno NCCL prints) is a full /dev/shm; mkstemp's EACCES/ENOENT a /dev/shm that
             # is not writable or not there; mmap's ENOMEM a limit on mapped memory
-            full = not _OTHER_ERRNO.search(line.text)
+            full = not _OTHER_ERRNO.search(line.text) and not _OLD_OTHER.search(line.text)
             found.append(Event(
                 "nccl_shm", "shm_too_small", 0.93 if full else 0.8,
                 "NCCL could not create its shared-memory segment in /dev/shm",
