@@ -189,6 +189,9 @@ PRINTED = [
      "torch_cpu_only"),  # the CPU build's banner, and CUDA asked for
     ("Requirement already satisfied: torch in c:\\python310\\lib\\site-packages (2.1.0+cpu)", "torch_cpu_only"),
     ("'2.3.1+cpu'", "torch_cpu_only"),  # the REPL's answer to torch.__version__
+    # collect_env of a conda CPU build: no +cpu in the version, torch.version.cuda None
+    ("PyTorch version: 2.1.0\nIs debug build: False\nCUDA used to build PyTorch: None\nROCM used to build PyTorch: N/A",
+     "torch_cpu_only"),
     ("ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
      "/root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so)", "segfault_abi_mismatch"),
     ("NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be "
@@ -276,6 +279,8 @@ def test_translated_signal_words_agree_between_exit_codes_and_signatures(name: s
 
 # Lines programs print and then go on: a warning, a retry, a probe. None of them is why a run died.
 GOING_ON = [
+    # collect_env of a ROCm build: no CUDA by design
+    "PyTorch version: 2.1.0+rocm5.6\nCUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 5.6.31061-e47cb7e7",
     # DeepSpeed's assert_no_cuda_mismatch goes on when only the minor versions differ, or with DS_SKIP_CUDA_CHECK=1
     "Installed CUDA version 12.4 does not match the version torch was compiled with 12.1 but since the APIs are "
     "compatible, accepting this combination",
