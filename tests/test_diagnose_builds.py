@@ -270,3 +270,15 @@ def test_no_ninja_for_a_jit_build(tmp_path: Path, capsys) -> None:
     first = primary_of(capsys, tmp_path, tb)
     assert first["cause"] == "deepspeed_build_failure" and "ninja is not installed" in first["title"]
     assert "pip install ninja" in first["fixes"][0]["summary"]
+
+
+def test_an_install_failure_names_the_op_whose_builder_raised(tmp_path: Path, capsys) -> None:
+    """setup.py runs each op's builder (op_builder/async_io.py); the innermost one on the stack is the op to blame."""
+    tb = ("Traceback (most recent call last):\n  File \"setup.py\", line 37, in <module>\n"
+          "  File \"/src/DeepSpeed/op_builder/__init__.py\", line 48, in <module>\n"
+          "  File \"/src/DeepSpeed/op_builder/async_io.py\", line 8, in <module>\n"
+          "    import torch\nModuleNotFoundError: No module named 'torch'\n")
+    first = primary_of(capsys, tmp_path, tb)
+    assert (first["cause"], first["library"]) == ("deepspeed_build_failure", "async_io")
+    ds_opt = primary_of(capsys, tmp_path, "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n")
+    assert (ds_opt["cause"], ds_opt["library"]) == ("deepspeed_build_failure", "cpu_adam")

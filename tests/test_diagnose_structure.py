@@ -284,3 +284,19 @@ def test_a_colour_code_cut_by_a_chunk_end_and_a_hyperlink_are_removed(tmp_path: 
     report = primary(capsys, log)
     assert report["cause"] == "gpu_oom"
     assert "\x1b" not in report["evidence"][0]["text"]
+
+
+def test_a_numpy_abi_failure_blames_the_module_compiled_against_numpy_1(tmp_path: Path, capsys) -> None:
+    """NumPy 2's warning names NumPy; the import traceback after it names the compiled module (a Cython module's
+    'init' frame, or the innermost package that is not NumPy): that one is to blame."""
+    warning = ("A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.0.0 as it may crash. To support "
+               "both 1.x and 2.x\n\n")
+    cython = (warning + "Traceback (most recent call last):\n  File \"<stdin>\", line 1, in <module>\n"
+              "  File \"fastremap.pyx\", line 1, in init fastremap\nImportError: numpy.core.multiarray failed to "
+              "import\n")
+    assert primary_of(capsys, tmp_path, cython)["library"] == "fastremap"
+    package = (warning + "Traceback (most recent call last):\n  File \"/env/lib/python3.10/site-packages/pandas/"
+               "__init__.py\", line 22, in <module>\n  File \"/env/lib/python3.10/site-packages/numpy/core/"
+               "_multiarray_umath.py\", line 44, in __getattr__\nImportError: numpy.core.multiarray failed to import\n")
+    assert primary_of(capsys, tmp_path, package)["library"] == "pandas"
+    assert primary_of(capsys, tmp_path, warning)["library"] == "numpy"  # nothing else named

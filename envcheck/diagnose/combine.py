@@ -28,6 +28,9 @@ MAX_CONFIDENCE = 0.99
 # Causes that stop a source build without naming what was built (nvcc's architecture, torch's CUDA version check).
 BUILD_CAUSES = ("cuda_arch_unsupported", "cuda_toolkit_mismatch")
 EVIDENCE_PER_SIGNATURE = 2
+# The library a cause's own message names when it cannot name the one to blame (NumPy's message names NumPy, not the
+# module compiled against NumPy 1.x): a later line that names another library wins over it.
+PLACEHOLDER_LIBRARY = {"numpy_abi": "numpy"}
 
 
 @dataclass
@@ -46,7 +49,11 @@ class _Draft:
     first: int = 1 << 62  # the earliest log line of its evidence
 
     def blame(self, line: int | None, library: str) -> None:
-        if library and (self.library is None or (line or 0) < self.library[0]):
+        if not library:
+            return
+        placeholder = PLACEHOLDER_LIBRARY.get(self.cause)
+        if self.library is None or (line or 0) < self.library[0] and library != placeholder \
+                or self.library[1] == placeholder != library:
             self.library = (line or 0, library)
 
     def support(self, source: str, confidence: float, title: str = "", explanation: str = "") -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from envcheck.diagnose.structure.build import DS_OPS
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.symbols import package_of
 
@@ -80,6 +81,10 @@ _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<mod
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
 _NP_REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
                          r"'(?:float|int|bool|object|str|complex|long|unicode|NaN|Inf|float_|string_|unicode_)'")
+# A module compiled against NumPy 1.x under NumPy 2: its own import_array (NumPy 1.x's generated __multiarray_api.h)
+# raises "numpy.core.multiarray failed to import" or "_ARRAY_API not found", after NumPy 2's warning
+# (numpy/core/_multiarray_umath.py): the module importing numpy is to blame.
+_NP_ABI_IMPORT = re.compile(r"numpy\.core\.multiarray failed to import|_ARRAY_API not found")
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
 # /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
 _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
@@ -95,6 +100,8 @@ _DS_OP = re.compile(r"deepspeed[/\\]ops[/\\](?!op_builder)\w+[/\\](?P<op>\w+)\.p
 # checkout (DeepSpeed/setup.py), or a setup.py beside the source tree's top-level op_builder/ (the installed package
 # has deepspeed/ops/op_builder/ instead, which runs at training time).
 _DS_SETUP = re.compile(r"(?i:deepspeed)[\w.-]*[/\\]setup\.py$")
+# An op's builder: op_builder/<NAME>.py (builder.py and __init__.py are the machinery, not an op).
+_BUILDER_FILE = re.compile(r"op_builder[/\\](?P<op>\w+)\.py$")
 _SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/\\]\w+\.py$")
 # Causes of their own that an exception in DeepSpeed's setup.py or op build may carry (a CUDA mismatch, a CUDA
 # library that does not load, an op built for another torch, torch's CUDA_HOME check): those rules name them; the
@@ -129,7 +136,7 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "matching torch.version.cuda and set CUDA_HOME, or install DeepSpeed with the op "
                                 "pre-built (DS_BUILD_<OP>=1), or choose an optimizer that needs no op.",
                                 "a traceback through DeepSpeed's op_builder jit_load (CPython traceback frames)",
-                                _op(tb)))
+                                _op(tb) or _builder_op(tb)))
         if _in_deepspeed_setup(tb) and not _OWN_CAUSE.search(message):
             found.append(_event(tb, "ds_setup", "deepspeed_build_failure", 0.78,
                                 f"Installing DeepSpeed failed in its setup.py: {tb.type or 'an error'}",
@@ -141,7 +148,7 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "CUDA or ROCm op, or a setuptools/torch pair the release predates (pin the older "
                                 "setuptools, or use a newer DeepSpeed); else install a released wheel.",
                                 "a traceback through DeepSpeed's setup.py and op_builder/ (CPython traceback frames)",
-                                "deepspeed"))
+                                _builder_op(tb) or "deepspeed"))
         if _NP_REMOVED.search(message):
             blame = next((p for p in reversed(tb.packages) if p not in ("numpy",)), "numpy")
             found.append(_event(tb, "numpy_removed", "numpy_abi", 0.9,
@@ -150,6 +157,15 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "np.float/np.int); the package in the traceback still uses them.",
                                 f"Install numpy<2 (pip install 'numpy<2'), or upgrade {blame} to a release that "
                                 "supports NumPy 2.", "numpy/__init__.py __expired_attributes__ (NumPy 2.0)", blame))
+        elif _NP_ABI_IMPORT.search(message) and _numpy_importer(tb):
+            blame = _numpy_importer(tb)
+            found.append(_event(tb, "numpy_abi_import", "numpy_abi", 0.85,
+                                f"{blame} was compiled against NumPy 1.x and NumPy 2 is installed",
+                                f"{blame} is a compiled module built against NumPy 1.x's C API; NumPy 2 refuses to "
+                                "load it.", f"Install numpy<2 (pip install 'numpy<2'), or upgrade {blame} to a release "
+                                "built for NumPy 2.", "the module's import_array (NumPy 1.x's __multiarray_api.h); "
+                                "numpy/core/_multiarray_umath.py (NumPy 2's warning)",
+                                blame))
         elif (tb.type.endswith(("ImportError", "AttributeError")) or not tb.type) and (
                 _CANNOT_IMPORT.search(message) or _NO_ATTR.search(message)):
             hit = _CANNOT_IMPORT.search(message) or _NO_ATTR.search(message)
@@ -207,6 +223,24 @@ def _in_deepspeed_jit_load(tb: Traceback) -> bool:
     """Whether the traceback runs through DeepSpeed's op_builder jit_load: the frame's name, or its caller's source
     line when a paste kept the source lines and dropped the frames."""
     return any(c == "jit_load" or "self.jit_load(" in c for c in tb.code)
+
+
+def _numpy_importer(tb: Traceback) -> str:
+    """The compiled module a NumPy ABI import failure comes from: a Cython module's init frame ("in init fastremap"),
+    else the innermost package of the stack that is not NumPy; "" when the stack names none."""
+    inits = [c[5:] for c in tb.code if c.startswith("init ") and c[5:].replace(".", "").isidentifier()]
+    if inits:
+        return inits[-1]
+    return next((p for p in reversed(tb.packages) if p not in ("numpy", "np")), "")
+
+
+def _builder_op(tb: Traceback) -> str:
+    """The DeepSpeed op whose builder is on the stack (op_builder/async_io.py -> async_io), innermost first."""
+    for path in reversed(tb.paths):
+        found = _BUILDER_FILE.search(path)
+        if found and found.group("op") in DS_OPS:
+            return found.group("op")
+    return ""
 
 
 def _op(tb: Traceback) -> str:
