@@ -300,3 +300,13 @@ def test_a_numpy_abi_failure_blames_the_module_compiled_against_numpy_1(tmp_path
                "_multiarray_umath.py\", line 44, in __getattr__\nImportError: numpy.core.multiarray failed to import\n")
     assert primary_of(capsys, tmp_path, package)["library"] == "pandas"
     assert primary_of(capsys, tmp_path, warning)["library"] == "numpy"  # nothing else named
+
+
+@pytest.mark.parametrize(("text", "library"), [
+    ("Could not locate cudnn_ops64_9.dll. Please make sure it is in your library path!", "cudnn_ops64_9.dll"),
+    ("Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, libcudnn_ops.so}",
+     "libcudnn_ops"),
+    ("NotImplementedError: Unsloth: No NVIDIA GPU found? Unsloth currently only supports GPUs!", "unsloth"),
+])
+def test_the_library_a_line_names(tmp_path: Path, capsys, text: str, library: str) -> None:
+    assert primary_of(capsys, tmp_path, text + "\n")["library"] == library
