@@ -45,7 +45,7 @@ CASES = [
     (RECORDED / "torchrun-nccl-cpu-only.log", "torch_cpu_only", None),
     (RECORDED / "assert-cuda-on-cpu-torch.log", "torch_cpu_only", None),  # a script's assert on is_available()
     (RECORDED / "cuda-device-on-cpu-torch.log", "torch_cpu_only", None),  # torch.cuda.device(0), torch.cuda.Stream()
-    (RECORDED / "collect-env-cpu-torch.log", "torch_cpu_only", None),  # python -m torch.utils.collect_env
+    (RECORDED / "collect-env-cpu-torch.log", "torch_cpu_only", None),  # collect_env: its +cpu version lines
     (RECORDED / "ds-fused-adam-build.log", "cuda_toolkit_mismatch", None),
     (RECORDED / "ds-jit-build-failure.log", "deepspeed_build_failure", None),
     (RECORDED / "ds-jit-build-oom.log", "host_oom", None),  # the OOM killer stopped cc1plus: the build failed of it

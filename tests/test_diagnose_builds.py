@@ -282,3 +282,35 @@ def test_an_install_failure_names_the_op_whose_builder_raised(tmp_path: Path, ca
     assert (first["cause"], first["library"]) == ("deepspeed_build_failure", "async_io")
     ds_opt = primary_of(capsys, tmp_path, "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n")
     assert (ds_opt["cause"], ds_opt["library"]) == ("deepspeed_build_failure", "cpu_adam")
+
+
+def test_another_projects_setup_py_is_not_deepspeeds(tmp_path: Path, capsys) -> None:
+    """Megatron-DeepSpeed, DeepSpeed-MII and DeepSpeed-Chat have setup.py files of their own: an error in one of them
+    is not DeepSpeed's install failing."""
+    tb = ("      Traceback (most recent call last):\n        File \"<string>\", line 2, in <module>\n"
+          "        File \"/home/u/Megatron-DeepSpeed/setup.py\", line 27, in <module>\n"
+          "          with open(\"megatron/core/README.md\", \"r\", encoding='utf-8') as fh:\n"
+          "      FileNotFoundError: [Errno 2] No such file or directory: 'megatron/core/README.md'\n")
+    assert primary_of(capsys, tmp_path, tb)["cause"] is None
+    sdist = _SETUP_TB.format(exc="ModuleNotFoundError: No module named 'torch'").replace(
+        "/tmp/pip-install-1a2b/deepspeed_0f9e/", "/src/deepspeed-0.14.0/")
+    assert primary_of(capsys, tmp_path, sdist)["cause"] == "deepspeed_build_failure"
+
+
+@pytest.mark.parametrize("exc", ["KeyboardInterrupt",
+                                 "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4121 got "
+                                 "signal: 15"])
+def test_an_interrupt_while_waiting_for_a_build_lock_is_no_build_failure(tmp_path: Path, capsys, exc: str) -> None:
+    """A rank that waits in jit_load for another's build (torch's FileBaton) and is stopped names no build failure."""
+    tb = _JIT_TB.replace("    cxx_args = self.strip_empty_entries(self.cxx_args())\n",
+                         "  File \"/env/lib/python3.8/site-packages/torch/utils/file_baton.py\", line 42, in wait\n"
+                         "    time.sleep(self.wait_seconds)\n").format(exc=exc)
+    assert primary_of(capsys, tmp_path, tb)["cause"] is None
+
+
+def test_an_op_deepspeed_finds_incompatible_keeps_its_own_title(tmp_path: Path, capsys) -> None:
+    """jit_load raising 'not being compatible' (libaio missing for async_io) is SIG109's, with its own fix."""
+    tb = _JIT_TB.format(exc="RuntimeError: Unable to JIT load the async_io op due to it not being compatible due to "
+                            "hardware/software issue. None")
+    first = primary_of(capsys, tmp_path, tb)
+    assert first["cause"] == "deepspeed_build_failure" and "could not JIT-build" not in first["title"]

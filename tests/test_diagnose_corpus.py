@@ -52,6 +52,8 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1488": ("unknown", "a Docker DS_BUILD_OPS=1 build cut off before its error line"),
     # the DataLoader cannot tell a worker killed by SIGBUS (shm) from one killed by SIGKILL; SIG009 reads shm
     "c1793": ("shm_too_small", "'DataLoader worker ... exited unexpectedly' alone; the thread found host RAM full"),
+    # Ray warns that its object store went to disk and goes on: no rule, lest it name the cause of any later failure
+    "c1660": ("unknown", "Ray's 'object store is using /tmp instead of /dev/shm' warning alone; --shm-size fixed it"),
     "c1607": ("unknown", "a vLLM NCCL hang with no error line; disabling ACS/IOMMU fixed it"),
     "c1667": ("unknown", "vLLM's 'Engine core proc EngineCore_DP0 died unexpectedly'; the fix was --shm-size"),
     "c1669": ("unknown", "lmdb.Error with a Korean message in mojibake; the LMDB map size exceeded the disk"),

@@ -163,6 +163,7 @@ PRINTED = [
     ("node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied", "shm_too_small"),
     ("node08:27106:27302 [0] NCCL WARN Error while creating shared memory segment nccl-shm-recv-b7948f403864987a-0-3-0 "
      "(size 4460544)", "shm_too_small"),
+    # the segment line after a failed call carries no errno: the call's says it was not ENOSPC (explanation below)
     # torch's shared-memory file </torch_<pid>_<n>> is in /dev/shm, whatever the line's wording
     ("RuntimeError: unable to write to file </torch_1234_567_0>: No space left on device (28)", "shm_too_small"),
     # NCCL 2.22+ shmutils.cc: mkstemp in /dev/shm failing (2.22.3 printed the path as a pointer), mmap failing
@@ -189,9 +190,6 @@ PRINTED = [
      "torch_cpu_only"),  # the CPU build's banner, and CUDA asked for
     ("Requirement already satisfied: torch in c:\\python310\\lib\\site-packages (2.1.0+cpu)", "torch_cpu_only"),
     ("'2.3.1+cpu'", "torch_cpu_only"),  # the REPL's answer to torch.__version__
-    # collect_env of a conda CPU build: no +cpu in the version, torch.version.cuda None
-    ("PyTorch version: 2.1.0\nIs debug build: False\nCUDA used to build PyTorch: None\nROCM used to build PyTorch: N/A",
-     "torch_cpu_only"),
     ("ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
      "/root/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so)", "segfault_abi_mismatch"),
     ("NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be "
@@ -279,8 +277,13 @@ def test_translated_signal_words_agree_between_exit_codes_and_signatures(name: s
 
 # Lines programs print and then go on: a warning, a retry, a probe. None of them is why a run died.
 GOING_ON = [
-    # collect_env of a ROCm build: no CUDA by design
+    # collect_env of a ROCm build, and of macOS (MPS) or a CPU torch beside torch_npu, which print None by design
     "PyTorch version: 2.1.0+rocm5.6\nCUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 5.6.31061-e47cb7e7",
+    "PyTorch version: 2.3.0\nIs debug build: False\nCUDA used to build PyTorch: None\nROCM used to build PyTorch: N/A\n\n"
+    "OS: macOS 14.5 (arm64)",
+    # Ray's object store moved to disk for want of /dev/shm: Ray warns and goes on
+    "2025-10-09 20:16:32,652    WARNING services.py:2159 -- WARNING: The object store is using /tmp instead of "
+    "/dev/shm because /dev/shm has only 67104768 bytes available. This will harm performance!",
     # DeepSpeed's assert_no_cuda_mismatch goes on when only the minor versions differ, or with DS_SKIP_CUDA_CHECK=1
     "Installed CUDA version 12.4 does not match the version torch was compiled with 12.1 but since the APIs are "
     "compatible, accepting this combination",
@@ -332,3 +335,18 @@ GOING_ON = [
 @pytest.mark.parametrize("text", GOING_ON, ids=[str(i) for i in range(len(GOING_ON))])
 def test_lines_a_program_prints_and_goes_on_after_name_no_cause(tmp_path: Path, capsys, text: str) -> None:
     assert primary_of(capsys, tmp_path, "step 1 loss 0.9\n" + text + "\nstep 2 loss 0.8\n")["cause"] is None
+
+
+def test_nccl_2_7s_segment_line_takes_its_reason_from_the_failed_call_above(tmp_path: Path, capsys) -> None:
+    """NCCL <= 2.8 prints SYSCHECK's strerror on the call's line, then the segment line without one: a permission
+    denied is a /dev/shm that is not writable, not a full one."""
+    log = tmp_path / "nccl27.log"
+    log.write_text("n8:1:2 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied\n"
+                   "n8:1:2 [0] NCCL INFO include/shm.h:41 -> 2\n"
+                   "n8:1:2 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+                   "nccl-shm-recv-b79-0-3-0 (size 4460544)\n", encoding="utf-8")
+    from envcheck.diagnose.structure import nccl
+    from envcheck.diagnose.structure.model import Line
+    lines = [Line(str(log), n, t) for n, t in enumerate(log.read_text().splitlines(), 1)]
+    shm = [e for e in nccl.events(lines) if e.cause == "shm_too_small"]
+    assert shm and all(e.confidence == 0.8 and "not writable" in e.explanation for e in shm)

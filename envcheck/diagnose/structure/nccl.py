@@ -26,7 +26,9 @@ _SHM = re.compile(r"shmutils\.cc.*(?:failed to extend|creating shared memory seg
 # an errno other than ENOSPC in NCCL's message ("error Permission denied (13)", "Cannot allocate memory (12)")
 _OTHER_ERRNO = re.compile(r"error:? (?!No space left on device)[A-Z][\w ]+ \((?!28\))\d+\)")
 # NCCL <= 2.8's SYSCHECK prints strerror alone: "Call to shm_open failed : Permission denied"
+_OLD_CALL = re.compile(r"NCCL WARN Call to (?:shm_open|posix_fallocate|mmap) failed : ")
 _OLD_OTHER = re.compile(r"Call to \w+ failed : (?!No space left on device)")
+_OLD_SEGMENT = re.compile(r"shared memory segment nccl-shm-")
 _REMOTE = re.compile(r"ncclRemoteError|remote process exit(?:ed|ing)|Connection closed by (?:remote )?peer")
 
 
@@ -59,11 +61,17 @@ def _error_event(line: Line) -> Event:
 
 def events(lines: list[Line]) -> list[Event]:
     found = []
+    failed_call: Line | None = None  # NCCL <= 2.8's last "Call to X failed : <strerror>", which its segment line follows
     for line in lines:
+        if _OLD_CALL.search(line.text):
+            failed_call = line
         if _SHM.search(line.text):
             # ENOSPC (fallocate, or an errno NCCL prints) is a full /dev/shm; mkstemp's EACCES/ENOENT a /dev/shm that
-            # is not writable or not there; mmap's ENOMEM a limit on mapped memory
-            full = not _OTHER_ERRNO.search(line.text) and not _OLD_OTHER.search(line.text)
+            # is not writable or not there; mmap's ENOMEM a limit on mapped memory. NCCL <= 2.8's "Error while
+            # creating shared memory segment" carries no errno: the failed call just above it says which.
+            said = line if not _OLD_SEGMENT.search(line.text) or failed_call is None \
+                or failed_call.file != line.file or not 0 < line.number - failed_call.number <= 3 else failed_call
+            full = not _OTHER_ERRNO.search(said.text) and not _OLD_OTHER.search(said.text)
             found.append(Event(
                 "nccl_shm", "shm_too_small", 0.93 if full else 0.8,
                 "NCCL could not create its shared-memory segment in /dev/shm",

@@ -96,10 +96,12 @@ _MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatc
 # combination"): no mismatch that stops a build.
 _ACCEPTED = re.compile(r"accepting this combination|Allowing this combination")
 _DS_OP = re.compile(r"deepspeed[/\\]ops[/\\](?!op_builder)\w+[/\\](?P<op>\w+)\.py")
-# DeepSpeed's own setup.py on the stack: pip's unpacked source (/tmp/pip-install-x/deepspeed_<hash>/setup.py), a
-# checkout (DeepSpeed/setup.py), or a setup.py beside the source tree's top-level op_builder/ (the installed package
-# has deepspeed/ops/op_builder/ instead, which runs at training time).
-_DS_SETUP = re.compile(r"(?i:deepspeed)[\w.-]*[/\\]setup\.py$")
+# DeepSpeed's own setup.py on the stack: pip's unpacked source (/tmp/pip-install-x/deepspeed_<hash>/setup.py), an
+# sdist or checkout folder named DeepSpeed (deepspeed-0.14.0/setup.py), or a setup.py beside the source tree's
+# top-level op_builder/ (the installed package has deepspeed/ops/op_builder/ instead, which runs at training time).
+# Other projects' folders with DeepSpeed in their name (Megatron-DeepSpeed, DeepSpeed-MII) are not DeepSpeed.
+_DS_SETUP = re.compile(r"pip-(?:install|req-build)-\w+[/\\]deepspeed_\w+[/\\]setup\.py$"
+                       r"|(?:^|[/\\])(?i:deepspeed)(?:-\d[\w.]*)?[/\\]setup\.py$")
 # An op's builder: op_builder/<NAME>.py (builder.py and __init__.py are the machinery, not an op).
 _BUILDER_FILE = re.compile(r"op_builder[/\\](?P<op>\w+)\.py$")
 _SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/\\]\w+\.py$")
@@ -107,7 +109,11 @@ _SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/
 # library that does not load, an op built for another torch, torch's CUDA_HOME check): those rules name them; the
 # install or build failure does not outrank them.
 _OWN_CAUSE = re.compile(r"cannot open shared object file|mismatches the version|does not match the version torch"
-                        r"|undefined symbol|Error building extension|CUDA_HOME environment variable is not set")
+                        r"|undefined symbol|Error building extension|CUDA_HOME environment variable is not set"
+                        # an op DeepSpeed finds incompatible (SIG109: libaio, a GPU), a CUDA error of the device
+                        r"|due to it not being compatible|CUDA error")
+# Exceptions that stop whatever was running, a build or a wait for another rank's build lock: not a build's failure.
+_INTERRUPTS = ("KeyboardInterrupt", "SystemExit", "SignalException")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
 ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
            b"does not match the version torch", b"but the version found is")
@@ -220,8 +226,11 @@ def _in_deepspeed_setup(tb: Traceback) -> bool:
 
 
 def _in_deepspeed_jit_load(tb: Traceback) -> bool:
-    """Whether the traceback runs through DeepSpeed's op_builder jit_load: the frame's name, or its caller's source
-    line when a paste kept the source lines and dropped the frames."""
+    """Whether the traceback runs through DeepSpeed's op_builder jit_load (the frame's name, or its caller's source
+    line when a paste kept the source lines and dropped the frames) and ends in an error of its own, not an
+    interrupt (Ctrl-C or a launcher's SIGTERM while a rank waits for another's build lock)."""
+    if tb.type.rsplit(".", 1)[-1] in _INTERRUPTS:
+        return False
     return any(c == "jit_load" or "self.jit_load(" in c for c in tb.code)
 
 
