@@ -146,6 +146,7 @@ def test_a_gcc_outside_cudas_bounds_stops_a_deepspeed_op_build(tmp_path: Path, c
         "CUDA 12.1. Please make sure to use an adequate version of g++ (>=6.0.0, <13.0).\n", encoding="utf-8")
     first = primary(capsys, log)
     assert first["cause"] == "deepspeed_build_failure" and first["library"] == "fused_adam"
+    assert "g++ 13.2.0 is outside what CUDA 12.1 supports" in first["title"]
     other = tmp_path / "flash.log"  # the same check in another package's source build is not DeepSpeed's
     other.write_text(
         "Building wheel for flash-attn (setup.py) ... error\n"

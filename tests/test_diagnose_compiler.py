@@ -52,6 +52,9 @@ def _reason(text: str) -> str | None:
     ("nvcc error   : 'cicc' died due to signal 9 (Kill signal)", None),
     ("collect2: fatal error: ld terminated with signal 9 [Killed]", None),
     ("RuntimeError: Ninja is required to load C++ extensions", "ninja is not installed"),
+    ("RuntimeError: The current installed version of g++ (4.8.5) is less than the minimum required version by CUDA 11.8 "
+     "(6.0.0). Please make sure to use an adequate version of g++ (>=6.0.0, <=11.5.0).",
+     "g++ 4.8.5 is outside what CUDA 11.8 supports"),
     ("FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'",
      "nvcc is not installed (/usr/local/cuda/bin/nvcc)"),
     ("nvcc fatal   : Unsupported gpu architecture 'compute_70'", None),

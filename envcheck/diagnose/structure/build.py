@@ -197,7 +197,8 @@ def events(lines: list[Line]) -> list[Event]:
             (x for x in lines if _STOPPED.search(x.text) and not _TORCH_JIT.search(x.text)), jit)
         found.append(Event(
             "compiler", "deepspeed_build_failure", 0.5,
-            "Building a compiled op failed (ninja)" + (f": {reason.reason}" if reason is not None else ""),
+            f"Building a compiled op failed: {reason.reason}" if reason is not None
+            else "Building a compiled op failed (ninja)",
             "torch.utils.cpp_extension's JIT build of an unnamed extension failed: in a "
             "training run usually a DeepSpeed op built at start-up. "
             + (reason.explanation if reason is not None else "The compiler's first error above says why."),

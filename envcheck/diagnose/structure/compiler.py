@@ -21,6 +21,12 @@ _NVCC = re.compile(r"nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*(?P<msg
 _NO_NVCC = re.compile(r"No such file or directory: '(?P<path>[^']*[/\\]nvcc(?:\.exe)?)'")
 # torch.utils.cpp_extension's verify_ninja_availability: "Ninja is required to load C++ extensions".
 _NO_NINJA = "Ninja is required to load C++ extensions"
+# torch.utils.cpp_extension's _check_cuda_version: "The current installed version of g++ (4.8.5) is less than the
+# minimum required version by CUDA 11.8 (6.0.0). Please make sure to use an adequate version of g++ (>=6.0.0,
+# <=11.5.0)." (or "greater than the maximum"), before any compiler runs.
+_GXX_BOUNDS = re.compile(r"The current installed version of (?P<cc>\S+) \((?P<have>\d+(?:\.\d+)*)\) is "
+                         r"(?:less|greater) than the (?:minimum|maximum) required version by CUDA (?P<cuda>\d+(?:\.\d+)*)"
+                         r"(?:.*adequate version of \S+ \((?P<bounds>[^)]+)\))?")
 # A compiler's error line: file:line[:col]: [fatal] error: message (gcc, clang, nvcc's cudafe) or file(line): error
 # (nvcc, MSVC). gcc's "Killed signal terminated program" is the OOM killer's, read as host_oom elsewhere.
 _ERROR = re.compile(r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b:?\s*(?P<msg>.*)")
@@ -61,6 +67,16 @@ def first_error(lines: list[Line]) -> CompilerError | None:
                 "with the system's gcc, and this one is newer than the toolkit knows.",
                 f"Build with a gcc of version {top} or older (CC=gcc-{top} CXX=g++-{top}, or conda install "
                 f"gxx_linux-64={top}), or install a newer CUDA toolkit that supports this gcc.")
+        bounds = _GXX_BOUNDS.search(text)
+        if bounds:
+            cc, have, cuda = bounds.group("cc"), bounds.group("have"), bounds.group("cuda")
+            wanted = bounds.group("bounds") or "the range CUDA supports"
+            return CompilerError(
+                line, f"{cc} {have} is outside what CUDA {cuda} supports",
+                f"torch.utils.cpp_extension checks the host compiler against the CUDA toolkit before building: {cc} "
+                f"{have} is outside CUDA {cuda}'s range ({wanted}).",
+                f"Build with a {cc} in {wanted} (CC/CXX pointing at it, or conda install gxx_linux-64 of that version), "
+                f"or use a CUDA toolkit that supports {cc} {have}.")
         if _NO_NINJA in text:
             return CompilerError(
                 line, "ninja is not installed",
