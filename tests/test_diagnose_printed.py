@@ -166,6 +166,8 @@ PRINTED = [
     # the segment line after a failed call carries no errno: the call's says it was not ENOSPC (explanation below)
     # torch's shared-memory file </torch_<pid>_<n>> is in /dev/shm, whatever the line's wording
     ("RuntimeError: unable to write to file </torch_1234_567_0>: No space left on device (28)", "shm_too_small"),
+    ("RuntimeError: unable to allocate shared memory(shm) for file </torch_1234_5678>: Resource temporarily "
+     "unavailable (11)", "shm_too_small"),
     # NCCL 2.22+ shmutils.cc: mkstemp in /dev/shm failing (2.22.3 printed the path as a pointer), mmap failing
     ("gpu1:1:2 [0] misc/shmutils.cc:73 NCCL WARN Error: failed to create shared memory file 0x7ffd2a3b1c40, error "
      "Permission denied (13)", "shm_too_small"),
