@@ -51,60 +51,91 @@ class CompilerError:
 def first_error(lines: list[Line]) -> CompilerError | None:
     """The first line of LINES that is a compiler's error, read for its reason; None when there is none."""
     for line in lines:
-        text = line.text
-        if KILLED.search(text):
+        if KILLED.search(line.text):
             continue
-        header = _HEADER.search(text)
-        if header:
-            name = header.group("msvc") or header.group("gcc") or ""
-            return _missing_header(line, name)
-        gnu = _GNU.search(text)
-        if gnu:
-            top = gnu.group("max")
-            return CompilerError(
-                line, f"nvcc does not support this gcc (later than {top})",
-                f"The CUDA toolkit's host_config.h refuses gcc versions later than {top}: nvcc compiles host code "
-                "with the system's gcc, and this one is newer than the toolkit knows.",
-                f"Build with a gcc of version {top} or older (CC=gcc-{top} CXX=g++-{top}, or conda install "
-                f"gxx_linux-64={top}), or install a newer CUDA toolkit that supports this gcc.")
-        bounds = _GXX_BOUNDS.search(text)
-        if bounds:
-            cc, have, cuda = bounds.group("cc"), bounds.group("have"), bounds.group("cuda")
-            wanted = bounds.group("bounds") or "the range CUDA supports"
-            return CompilerError(
-                line, f"{cc} {have} is outside what CUDA {cuda} supports",
-                f"torch.utils.cpp_extension checks the host compiler against the CUDA toolkit before building: {cc} "
-                f"{have} is outside CUDA {cuda}'s range ({wanted}).",
-                f"Build with a {cc} in {wanted} (CC/CXX pointing at it, or conda install gxx_linux-64 of that version), "
-                f"or use a CUDA toolkit that supports {cc} {have}.")
-        if _NO_NINJA in text:
-            return CompilerError(
-                line, "ninja is not installed",
-                "torch.utils.cpp_extension builds extensions at run time with ninja, and there is no ninja on PATH in "
-                "this environment.",
-                "pip install ninja in the same environment (check: ninja --version), then run again.")
-        no_nvcc = _NO_NVCC.search(text)
-        if no_nvcc:
-            path = no_nvcc.group("path")
-            return CompilerError(
-                line, f"nvcc is not installed ({path})",
-                f"The build ran the CUDA toolkit's compiler at {path} and there is none: CUDA_HOME points at a folder "
-                "without the toolkit (a runtime-only install, or no toolkit at all).",
-                "Install the CUDA toolkit (its nvcc) of torch.version.cuda's release and point CUDA_HOME at it, or "
-                "install the op pre-built so that nothing is compiled at run time.")
-        nvcc = _NVCC.search(text)
-        if nvcc:
-            message = nvcc.group("msg").strip()
-            return CompilerError(line, f"nvcc: {message}", f"nvcc stopped before compiling: {message}.",
-                                 "Fix what nvcc names (the host compiler it runs, CUDA_HOME, its flags), then rebuild.")
-        error = _ERROR.search(text)
-        if error:
-            message = error.group("msg").strip()
-            return CompilerError(line, f"the compiler's first error: {message}" if message else "a compile error",
-                                 "The compiler rejected a source file of the build (its first error is shown).",
-                                 "Read the first error: usually a gcc, CUDA toolkit or torch that the source does "
-                                 "not support; use the versions its release supports.")
+        for read in _READERS:
+            found = read(line)
+            if found is not None:
+                return found
     return None
+
+
+def _header(line: Line) -> CompilerError | None:
+    header = _HEADER.search(line.text)
+    return _missing_header(line, header.group("msvc") or header.group("gcc") or "") if header else None
+
+
+def _gnu(line: Line) -> CompilerError | None:
+    gnu = _GNU.search(line.text)
+    if not gnu:
+        return None
+    top = gnu.group("max")
+    return CompilerError(
+        line, f"nvcc does not support this gcc (later than {top})",
+        f"The CUDA toolkit's host_config.h refuses gcc versions later than {top}: nvcc compiles host code with the "
+        "system's gcc, and this one is newer than the toolkit knows.",
+        f"Build with a gcc of version {top} or older (CC=gcc-{top} CXX=g++-{top}, or conda install "
+        f"gxx_linux-64={top}), or install a newer CUDA toolkit that supports this gcc.")
+
+
+def _bounds(line: Line) -> CompilerError | None:
+    bounds = _GXX_BOUNDS.search(line.text)
+    if not bounds:
+        return None
+    cc, have, cuda = bounds.group("cc"), bounds.group("have"), bounds.group("cuda")
+    wanted = bounds.group("bounds") or "the range CUDA supports"
+    return CompilerError(
+        line, f"{cc} {have} is outside what CUDA {cuda} supports",
+        f"torch.utils.cpp_extension checks the host compiler against the CUDA toolkit before building: {cc} {have} "
+        f"is outside CUDA {cuda}'s range ({wanted}).",
+        f"Build with a {cc} in {wanted} (CC/CXX pointing at it, or conda install gxx_linux-64 of that version), or "
+        f"use a CUDA toolkit that supports {cc} {have}.")
+
+
+def _no_ninja(line: Line) -> CompilerError | None:
+    if _NO_NINJA not in line.text:
+        return None
+    return CompilerError(
+        line, "ninja is not installed",
+        "torch.utils.cpp_extension builds extensions at run time with ninja, and there is no ninja on PATH in this "
+        "environment.", "pip install ninja in the same environment (check: ninja --version), then run again.")
+
+
+def _no_nvcc(line: Line) -> CompilerError | None:
+    missing = _NO_NVCC.search(line.text)
+    if not missing:
+        return None
+    path = missing.group("path")
+    return CompilerError(
+        line, f"nvcc is not installed ({path})",
+        f"The build ran the CUDA toolkit's compiler at {path} and there is none: CUDA_HOME points at a folder without "
+        "the toolkit (a runtime-only install, or no toolkit at all).",
+        "Install the CUDA toolkit (its nvcc) of torch.version.cuda's release and point CUDA_HOME at it, or install the "
+        "op pre-built so that nothing is compiled at run time.")
+
+
+def _nvcc_fatal(line: Line) -> CompilerError | None:
+    nvcc = _NVCC.search(line.text)
+    if not nvcc:
+        return None
+    message = nvcc.group("msg").strip()
+    return CompilerError(line, f"nvcc: {message}", f"nvcc stopped before compiling: {message}.",
+                         "Fix what nvcc names (the host compiler it runs, CUDA_HOME, its flags), then rebuild.")
+
+
+def _compile_error(line: Line) -> CompilerError | None:
+    error = _ERROR.search(line.text)
+    if not error:
+        return None
+    message = error.group("msg").strip()
+    return CompilerError(line, f"the compiler's first error: {message}" if message else "a compile error",
+                         "The compiler rejected a source file of the build (its first error is shown).",
+                         "Read the first error: usually a gcc, CUDA toolkit or torch that the source does not support; "
+                         "use the versions its release supports.")
+
+
+# In this order: a line with a missing header is also a compiler error line, and it says more.
+_READERS = (_header, _gnu, _bounds, _no_ninja, _no_nvcc, _nvcc_fatal, _compile_error)
 
 
 def _missing_header(line: Line, name: str) -> CompilerError:
