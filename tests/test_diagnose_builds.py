@@ -315,3 +315,43 @@ def test_an_op_deepspeed_finds_incompatible_keeps_its_own_title(tmp_path: Path, 
                             "hardware/software issue. None")
     first = primary_of(capsys, tmp_path, tb)
     assert first["cause"] == "deepspeed_build_failure" and "could not JIT-build" not in first["title"]
+
+
+_PROBE = ("[WARNING]  fused_adam compatibility check failed (Unable to run /usr/local/cuda/bin/nvcc, unable to compile "
+          "CUDA op(s): [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'), treating the op as not "
+          "compatible\n")
+
+
+def test_deepspeeds_import_time_probe_warning_names_nothing(tmp_path: Path, capsys) -> None:
+    """DeepSpeed probes every op at import (probe_is_compatible) and goes on: its warning, quoting nvcc's absence,
+    is no build failure, and it gives no reason to another op's build."""
+    assert primary_of(capsys, tmp_path, _PROBE + "{'loss': 1.23, 'epoch': 1.0}\n")["cause"] is None
+    build = (_PROBE + "Building extension module cpu_adam...\nFAILED: cpu_adam.so\n"
+             "/usr/bin/ld: cannot find -lcurand: No such file or directory\n"
+             "ninja: build stopped: subcommand failed.\n")
+    log = tmp_path / "build.log"
+    log.write_text(build, encoding="utf-8")
+    main(["diagnose", "--offline", "--json", str(log)])
+    causes = json.loads(capsys.readouterr().out)["causes"]
+    assert causes[0]["library"] == "libcurand" and all("nvcc" not in c["title"] for c in causes)
+
+
+_DEL = ("Exception ignored in: <function DeepSpeedCPUAdam.__del__ at 0x7f0c2a1b3d00>\nTraceback (most recent call "
+        "last):\n  File \"/env/lib/python3.10/site-packages/deepspeed/ops/adam/cpu_adam.py\", line 102, in __del__\n"
+        "    self.ds_opt_adam.destroy_adam(self.opt_id)\n"
+        "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n")
+
+
+def test_cpu_adams_del_names_the_op_only_when_its_init_failure_is_not_shown(tmp_path: Path, capsys) -> None:
+    """__del__ fails after any failure of __init__; when the log shows that failure (an empty parameter list,
+    Ctrl-C echoed as ^C while waiting on a build lock), it says what happened."""
+    assert primary_of(capsys, tmp_path, _DEL)["library"] == "cpu_adam"
+    init = ("Traceback (most recent call last):\n"
+            "  File \"/env/lib/python3.10/site-packages/deepspeed/ops/adam/cpu_adam.py\", line 94, in __init__\n"
+            "    super(DeepSpeedCPUAdam, self).__init__(model_params, default_args)\n"
+            "  File \"/env/lib/python3.10/site-packages/torch/optim/optimizer.py\", line 261, in __init__\n"
+            "    raise ValueError(\"optimizer got an empty parameter list\")\n"
+            "ValueError: optimizer got an empty parameter list\n")
+    assert primary_of(capsys, tmp_path, init + _DEL)["cause"] is None
+    interrupted = "^C" + init.replace("ValueError: optimizer got an empty parameter list", "KeyboardInterrupt")
+    assert primary_of(capsys, tmp_path, interrupted + _DEL)["cause"] is None

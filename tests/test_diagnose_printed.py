@@ -352,3 +352,14 @@ def test_nccl_2_7s_segment_line_takes_its_reason_from_the_failed_call_above(tmp_
     lines = [Line(str(log), n, t) for n, t in enumerate(log.read_text().splitlines(), 1)]
     shm = [e for e in nccl.events(lines) if e.cause == "shm_too_small"]
     assert shm and all(e.confidence == 0.8 and "not writable" in e.explanation for e in shm)
+
+
+def test_nccl_2_7_failing_to_attach_to_a_peers_segment_says_so(tmp_path: Path, capsys) -> None:
+    """On attach NCCL opens the segment its peer made: ENOENT there is ranks that do not share /dev/shm, not a full
+    one (v2.7.8-1 src/include/shm.h: shmOpen with create=0)."""
+    log = tmp_path / "attach.log"
+    log.write_text("n1:1235:1301 [1] include/shm.h:26 NCCL WARN Call to shm_open failed : No such file or directory\n"
+                   "n1:1235:1301 [1] include/shm.h:48 NCCL WARN Error while attaching to shared memory segment "
+                   "nccl-shm-send-b3a1f2-0-1-0 (size 9637888)\n", encoding="utf-8")
+    first = primary(capsys, log)
+    assert first["cause"] == "shm_too_small" and "open a peer's" in first["title"]

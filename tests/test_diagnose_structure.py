@@ -310,3 +310,16 @@ def test_a_numpy_abi_failure_blames_the_module_compiled_against_numpy_1(tmp_path
 ])
 def test_the_library_a_line_names(tmp_path: Path, capsys, text: str, library: str) -> None:
     assert primary_of(capsys, tmp_path, text + "\n")["library"] == library
+
+
+def test_a_dotted_cython_module_is_blamed_by_its_distribution(tmp_path: Path, capsys) -> None:
+    log = ("Traceback (most recent call last):\n  File \"<stdin>\", line 1, in <module>\n"
+           "  File \"pyarrow/lib.pyx\", line 36, in init pyarrow.lib\nImportError: numpy.core.multiarray failed to import\n")
+    assert primary_of(capsys, tmp_path, log)["library"] == "pyarrow"
+
+
+def test_torchs_numpy_warning_blames_torch(tmp_path: Path, capsys) -> None:
+    line = ("/env/lib/python3.10/site-packages/torch/nn/modules/transformer.py:20: UserWarning: Failed to initialize "
+            "NumPy: _ARRAY_API not found (Triggered internally at ../torch/csrc/utils/tensor_numpy.cpp:84.)\n")
+    first = primary_of(capsys, tmp_path, line)
+    assert (first["cause"], first["library"]) == ("numpy_abi", "torch")

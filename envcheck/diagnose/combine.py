@@ -91,9 +91,13 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         note = describe_line(found.hits[0].text)
         if note and note not in d.notes:
             d.notes.append(note)
-        # the loader's own words first (the .so that cannot be opened), then what the signature names
-        d.blame(found.hits[0].line, library_of(found.hits[0].text)
-                or _named_library(sig.pattern, found.hits[0].text) or sig.library)  # type: ignore[attr-defined]
+        # the loader's own words first (the .so that cannot be opened), then what the signature names; a cause's
+        # placeholder (NumPy named in NumPy's message) yields to the library the signature knows (torch's warning)
+        named = library_of(found.hits[0].text)
+        if named == PLACEHOLDER_LIBRARY.get(sig.cause):  # type: ignore[attr-defined]
+            named = ""
+        d.blame(found.hits[0].line, named or _named_library(sig.pattern, found.hits[0].text)
+                or sig.library or library_of(found.hits[0].text))  # type: ignore[attr-defined]
         d.first = min(d.first, found.hits[0].line)
 
     hints = [e for e in events if e.kind == BUILT]

@@ -278,6 +278,8 @@ class _Scanner:
         hi = len(data) if hi is None else hi
         header = data[start:end]
         prefix = header[:header.find(TRACEBACK)]
+        if prefix.endswith((b"^C", b"^\\")):  # the terminal's echo of Ctrl-C (Ctrl-\) before Python's traceback
+            prefix = prefix[:-2]
         kept = [Line(self.name, line, _text(header))]
         pos, exception_at = end, 0
         for offset in range(1, _PROBE_LINES):

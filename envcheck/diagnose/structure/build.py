@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from envcheck.diagnose.structure.compiler import KILLED, first_error
+from envcheck.diagnose.structure.compiler import KILLED, PROBE, first_error
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal",
@@ -115,6 +115,7 @@ _NVCC = re.compile(r"nvcc fatal\s*:\s*Unsupported gpu architecture '?(?P<arch>\w
 
 def events(lines: list[Line]) -> list[Event]:
     found = []
+    lines = [line for line in lines if PROBE not in line.text]  # DeepSpeed's import-time probe warnings
     names = [m.group("name") for m in (_EXT_NAME.search(line.text) for line in lines) if m]
     nccl_trace = next((line for line in lines if _NCCL_TRACE.search(line.text)), None)
     if nccl_trace is not None:

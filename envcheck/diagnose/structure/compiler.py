@@ -33,6 +33,10 @@ _ERROR = re.compile(r"\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): 
 # A compiler killed by a signal, as its driver reports it (SIG152's three forms): gcc's "Killed signal terminated
 # program cc1plus", nvcc's "'cicc' died due to signal 9 (Kill signal)", collect2's "ld terminated with signal 9 [Killed]".
 KILLED = re.compile(r"signal terminated program|' died due to signal 9\b|\bterminated with signal 9 \[Killed\]")
+# DeepSpeed's import-time probe of every op (op_builder/builder.py probe_is_compatible): "[WARNING] fused_adam
+# compatibility check failed (<the error>), treating the op as not compatible", after which DeepSpeed goes on; the
+# error it quotes (nvcc missing, CUDA_HOME unset) stopped no build.
+PROBE = "treating the op as not compatible"
 # CUDA headers that live in the toolkit's library dev packages, not in nvcc's own package.
 _CUDA_HEADERS = ("cuda", "cublas", "cusparse", "cusolver", "curand", "cufft", "cupti", "nvrtc", "nvToolsExt", "nvtx3/",
                  "cudnn", "nccl", "thrust/", "cub/", "crt/")
@@ -51,7 +55,7 @@ class CompilerError:
 def first_error(lines: list[Line]) -> CompilerError | None:
     """The first line of LINES that is a compiler's error, read for its reason; None when there is none."""
     for line in lines:
-        if KILLED.search(line.text):
+        if KILLED.search(line.text) or PROBE in line.text:
             continue
         for read in _READERS:
             found = read(line)

@@ -72,9 +72,15 @@ def events(lines: list[Line]) -> list[Event]:
             said = line if not _OLD_SEGMENT.search(line.text) or failed_call is None \
                 or failed_call.file != line.file or not 0 < line.number - failed_call.number <= 3 else failed_call
             full = not _OTHER_ERRNO.search(said.text) and not _OLD_OTHER.search(said.text)
+            attach = "attaching to shared memory segment" in line.text  # opening a peer's segment, not creating one
             found.append(Event(
-                "nccl_shm", "shm_too_small", 0.93 if full else 0.8,
+                # the attaching line says more than the failed call before it: its title leads
+                "nccl_shm", "shm_too_small", 0.81 if attach else 0.93 if full else 0.8,
+                "NCCL could not open a peer's shared-memory segment in /dev/shm" if attach else
                 "NCCL could not create its shared-memory segment in /dev/shm",
+                "NCCL's SHM transport maps each peer's segment from /dev/shm; this rank could not open the one its peer "
+                "made: the ranks do not share one /dev/shm (containers without --ipc=host, different IPC namespaces), "
+                "or the segment was removed." if attach else
                 "NCCL's SHM transport allocates a segment per peer in /dev/shm; it failed (no space left there), "
                 "which in containers means the 64 MB default /dev/shm." if full else
                 "NCCL's SHM transport allocates a segment per peer in /dev/shm; creating or mapping it failed with the "

@@ -29,6 +29,7 @@ class Traceback:
     text: str  # the exception line as printed
     paths: tuple[str, ...] = ()  # the frames' files, outermost first
     code: tuple[str, ...] = ()  # the frames' function names ("in jit_load") and source lines, stripped, in order
+    funcs: tuple[str, ...] = ()  # each frame's function name, beside paths
 
     @property
     def symptom(self) -> bool:
@@ -40,12 +41,14 @@ def parse(block: list[Line], prefix_len: int = 0) -> Traceback | None:
     packages: list[str] = []
     paths: list[str] = []
     code: list[str] = []
+    funcs: list[str] = []
     for i, line in enumerate(block[1:], 1):
         body = line.text[prefix_len:]
         frame = _FRAME.match(body)
         if frame:
             paths.append(frame.group("path"))
-            code.append(body.rsplit(", in ", 1)[-1].strip() if ", in " in body else "")
+            funcs.append(body.rsplit(", in ", 1)[-1].strip() if ", in " in body else "")
+            code.append(funcs[-1])
             pkg = package_of(frame.group("path"))
             if pkg and (not packages or packages[-1] != pkg):
                 packages.append(pkg)
@@ -59,7 +62,7 @@ def parse(block: list[Line], prefix_len: int = 0) -> Traceback | None:
         rest = [b.text[prefix_len:].strip() for b in block[i + 1:i + 5]]
         message = " ".join([found.group("msg") or "", *[r for r in rest if r and not r.startswith(HEADER)]]).strip()
         return Traceback(line.file, line.number, found.group("type"), message, tuple(packages), line.text,
-                         tuple(paths), tuple(code))
+                         tuple(paths), tuple(code), tuple(funcs))
     return None
 
 
@@ -97,11 +100,11 @@ _MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatc
 _ACCEPTED = re.compile(r"accepting this combination|Allowing this combination")
 _DS_OP = re.compile(r"deepspeed[/\\]ops[/\\](?!op_builder)\w+[/\\](?P<op>\w+)\.py")
 # DeepSpeed's own setup.py on the stack: pip's unpacked source (/tmp/pip-install-x/deepspeed_<hash>/setup.py), an
-# sdist or checkout folder named DeepSpeed (deepspeed-0.14.0/setup.py), or a setup.py beside the source tree's
+# sdist or checkout folder named DeepSpeed (deepspeed-0.14.0/, GitHub's DeepSpeed-master/), or a setup.py beside the source tree's
 # top-level op_builder/ (the installed package has deepspeed/ops/op_builder/ instead, which runs at training time).
 # Other projects' folders with DeepSpeed in their name (Megatron-DeepSpeed, DeepSpeed-MII) are not DeepSpeed.
 _DS_SETUP = re.compile(r"pip-(?:install|req-build)-\w+[/\\]deepspeed_\w+[/\\]setup\.py$"
-                       r"|(?:^|[/\\])(?i:deepspeed)(?:-\d[\w.]*)?[/\\]setup\.py$")
+                       r"|(?:^|[/\\])(?i:deepspeed)(?:-\d[\w.]*|-master|-main)?[/\\]setup\.py$")
 # An op's builder: op_builder/<NAME>.py (builder.py and __init__.py are the machinery, not an op).
 _BUILDER_FILE = re.compile(r"op_builder[/\\](?P<op>\w+)\.py$")
 _SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/\\]\w+\.py$")
@@ -114,6 +117,9 @@ _OWN_CAUSE = re.compile(r"cannot open shared object file|mismatches the version|
                         r"|due to it not being compatible|CUDA error")
 # Exceptions that stop whatever was running, a build or a wait for another rank's build lock: not a build's failure.
 _INTERRUPTS = ("KeyboardInterrupt", "SystemExit", "SignalException")
+# DeepSpeedCPUAdam.__del__ after its __init__ failed: the op's load (a build) most often, but any failure of __init__
+# (an empty parameter list, Ctrl-C while waiting on a build lock) leaves the same line.
+_DS_OPT = re.compile(r"'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
 ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
            b"does not match the version torch", b"but the version found is")
@@ -131,6 +137,18 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
     found = []
     for tb in tracebacks:
         message, top = tb.message, tb.packages[-1] if tb.packages else ""
+        if _DS_OPT.search(message) and not any(_init_of_cpu_adam(other) for other in tracebacks if other is not tb):
+            found.append(_event(tb, "ds_opt_adam", "deepspeed_build_failure", 0.7,
+                                "DeepSpeed's cpu_adam op was not built (the op build failed earlier)",
+                                "DeepSpeedCPUAdam has no ds_opt_adam when its __init__ failed before it was set: almost "
+                                "always loading (JIT-building) the cpu_adam op; its __del__ then fails too. The "
+                                "compiler's first error, above, says why.",
+                                "Read the first compiler or ninja error; install a gcc and a CUDA toolkit the DeepSpeed "
+                                "release supports (nvcc's CUDA matching torch.version.cuda, CUDA_HOME set), or pre-build "
+                                "the op (DS_BUILD_CPU_ADAM=1 pip install deepspeed).",
+                                "github:deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641:deepspeed/ops/adam/"
+                                "cpu_adam.py (__init__ sets self.ds_opt_adam = CPUAdamBuilder().load() after "
+                                "super().__init__; __del__ calls self.ds_opt_adam.destroy_adam)", "cpu_adam"))
         if _in_deepspeed_jit_load(tb) and not _OWN_CAUSE.search(message):
             found.append(_event(tb, "ds_jit_load", "deepspeed_build_failure", 0.72,
                                 f"DeepSpeed could not JIT-build an op: {tb.type or 'an error'}",
@@ -237,10 +255,15 @@ def _in_deepspeed_jit_load(tb: Traceback) -> bool:
 def _numpy_importer(tb: Traceback) -> str:
     """The compiled module a NumPy ABI import failure comes from: a Cython module's init frame ("in init fastremap"),
     else the innermost package of the stack that is not NumPy; "" when the stack names none."""
-    inits = [c[5:] for c in tb.code if c.startswith("init ") and c[5:].replace(".", "").isidentifier()]
+    inits = [c[5:] for c in tb.funcs if c.startswith("init ") and c[5:].replace(".", "").isidentifier()]
     if inits:
-        return inits[-1]
+        return inits[-1].split(".")[0]  # "init pyarrow.lib": the distribution is pyarrow
     return next((p for p in reversed(tb.packages) if p not in ("numpy", "np")), "")
+
+
+def _init_of_cpu_adam(tb: Traceback) -> bool:
+    """Whether TB is DeepSpeedCPUAdam.__init__ failing (its own traceback says why, and the rules above read it)."""
+    return any(path.endswith("cpu_adam.py") and name == "__init__" for path, name in zip(tb.paths, tb.funcs))
 
 
 def _builder_op(tb: Traceback) -> str:
