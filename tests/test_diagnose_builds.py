@@ -355,3 +355,12 @@ def test_cpu_adams_del_names_the_op_only_when_its_init_failure_is_not_shown(tmp_
     assert primary_of(capsys, tmp_path, init + _DEL)["cause"] is None
     interrupted = "^C" + init.replace("ValueError: optimizer got an empty parameter list", "KeyboardInterrupt")
     assert primary_of(capsys, tmp_path, interrupted + _DEL)["cause"] is None
+
+
+def test_an_install_failure_names_the_compilers_reason_when_setup_py_raised_it(tmp_path: Path, capsys) -> None:
+    """torch's compiler-bounds check raised inside DeepSpeed's setup.py: the install's title and fix say which g++."""
+    exc = ("RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version "
+           "by CUDA 11.8. Please make sure to use an adequate version of g++ (>=6.0.0, <12.0).")
+    first = primary_of(capsys, tmp_path, _SETUP_TB.format(exc=exc))
+    assert first["title"].endswith("g++ 13.2.0 is outside what CUDA 11.8 supports")
+    assert "<12.0" in first["fixes"][0]["summary"]

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from envcheck.diagnose.structure.build import DS_OPS
+from envcheck.diagnose.structure.compiler import first_error
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.symbols import package_of
 
@@ -162,11 +163,15 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "a traceback through DeepSpeed's op_builder jit_load (CPython traceback frames)",
                                 _op(tb) or _builder_op(tb)))
         if _in_deepspeed_setup(tb) and not _OWN_CAUSE.search(message):
+            # a reason the compiler readers know (a g++ outside CUDA's bounds, nvcc missing) names the title and fix
+            reason = first_error([Line(tb.file, tb.line, message)])
             found.append(_event(tb, "ds_setup", "deepspeed_build_failure", 0.78,
-                                f"Installing DeepSpeed failed in its setup.py: {tb.type or 'an error'}",
+                                "Installing DeepSpeed failed in its setup.py: "
+                                + (reason.reason if reason else tb.type or "an error"),
                                 "DeepSpeed's setup.py (and its op_builder, which it runs to pre-build or list ops) "
                                 f"raised {tb.type or 'an error'} while pip or setup.py installed DeepSpeed from "
                                 "source: " + (message[:160] or "see the traceback") + ".",
+                                reason.fix if reason else
                                 "Read the exception: typically torch not importable in the build environment (install "
                                 "torch first, then pip install --no-build-isolation deepspeed), CUDA_HOME unset for a "
                                 "CUDA or ROCm op, or a setuptools/torch pair the release predates (pin the older "
