@@ -42,8 +42,9 @@ def run_kills(result: Result, events: KernelEvents | None) -> tuple[OomKill, ...
 
 def cgroup_kills(result: Result) -> tuple[str, int, int] | None:
     """(cgroup, counter when first seen, counter at the end) when the cgroup's oom_kill counter went up."""
-    last = result.samples[-1] if result.samples else None
-    if last is None or last.cgroup is None or last.cgroup_oom_kills is None:
+    # the last sample that saw the run in a cgroup: a sample taken after the kill finds no process to read it from
+    last = next((s for s in reversed(result.samples) if s.cgroup is not None and s.cgroup_oom_kills is not None), None)
+    if last is None:
         return None
     before = result.first_oom.get(last.cgroup, last.cgroup_oom_kills)
     # Read once more: the kernel counts the kill just after sending SIGKILL, so the last sample may be too early.

@@ -140,6 +140,9 @@ class ProcTree:
         return None
 
 
+_ROOT_CGROUPS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")
+
+
 def memory_cgroup(pid: int) -> tuple[str, str] | None:
     """(version, directory) of PID's memory cgroup: v1 under /sys/fs/cgroup/memory, v2 under /sys/fs/cgroup."""
     text = _read(f"/proc/{pid}/cgroup")
@@ -271,8 +274,10 @@ class Sampler:
         why: list[str] = []
         procs, rss, pss, gone = self.tree.sample(now)
         found = memory_cgroup(self.root)
-        if found is not None:
-            self.cgroup = found  # kept after the command is gone: the counter is read once more at the end
+        # kept after the command is gone (the counter is read once more at the end); an OOM-killed process shows the
+        # root cgroup while it exits (cgroup v1), which must not replace the one it was killed in
+        if found is not None and not (self.cgroup is not None and found[1] in _ROOT_CGROUPS):
+            self.cgroup = found
         usage = limit = kills = None
         if self.cgroup is not None:
             usage, limit, kills = read_cgroup(*self.cgroup)
