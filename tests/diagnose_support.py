@@ -15,17 +15,28 @@ CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
 DEV = CORPUS / "dev"
 
 
-def primary(capsys: pytest.CaptureFixture[str], path: Path) -> dict:
+def causes(capsys: pytest.CaptureFixture[str], path: Path) -> list[dict]:
+    """The causes `envcheck diagnose --offline --json` gives a log, in rank order."""
     main(["diagnose", "--offline", "--json", str(path)])
-    causes = json.loads(capsys.readouterr().out)["causes"]
-    return causes[0] if causes else {"cause": None, "library": None}
+    return json.loads(capsys.readouterr().out)["causes"]
+
+
+def causes_of(capsys: pytest.CaptureFixture[str], folder: Path, text: str, name: str = "run.log") -> list[dict]:
+    """The causes of a log that holds TEXT (written to FOLDER/NAME)."""
+    log = folder / name
+    log.write_text(text, encoding="utf-8")
+    return causes(capsys, log)
+
+
+def primary(capsys: pytest.CaptureFixture[str], path: Path) -> dict:
+    found = causes(capsys, path)
+    return found[0] if found else {"cause": None, "library": None}
 
 
 def primary_of(capsys: pytest.CaptureFixture[str], folder: Path, text: str, name: str = "run.log") -> dict:
     """The primary cause of a log that holds TEXT (written to FOLDER/NAME)."""
-    log = folder / name
-    log.write_text(text, encoding="utf-8")
-    return primary(capsys, log)
+    found = causes_of(capsys, folder, text, name)
+    return found[0] if found else {"cause": None, "library": None}
 
 
 def primary_cause(path: Path) -> str:

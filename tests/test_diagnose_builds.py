@@ -3,13 +3,11 @@ the builds that are not DeepSpeed's."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from envcheck.cli import main
-from diagnose_support import DEV, primary, primary_of
+from diagnose_support import DEV, causes, causes_of, primary, primary_of
 
 
 @pytest.mark.parametrize("target", ["utils.o", "dc.o", "main.o", "flash_api.o",
@@ -26,11 +24,10 @@ def test_a_compiler_killed_for_memory_comes_before_the_build_it_stopped(capsys) 
     """Recorded: DeepSpeed's cpu_adam JIT build with the compiler in a 100 MiB memory cgroup (the kernel's OOM killer
     stopped cc1plus twice, dmesg-after-ds-jit-build-oom.txt). With a compiler's own error beside the kill, that error
     comes first: more memory would not fix it."""
-    main(["diagnose", "--offline", "--json", str(DEV.parent.parent / "recorded" / "ds-jit-build-oom.log")])
-    causes = json.loads(capsys.readouterr().out)["causes"]
-    assert [c["cause"] for c in causes[:2]] == ["host_oom", "deepspeed_build_failure"]
-    assert causes[1]["library"] == "cpu_adam"
-    assert "Killed signal terminated program cc1plus" in causes[0]["evidence"][0]["text"]
+    found = causes(capsys, DEV.parent.parent / "recorded" / "ds-jit-build-oom.log")
+    assert [c["cause"] for c in found[:2]] == ["host_oom", "deepspeed_build_failure"]
+    assert found[1]["library"] == "cpu_adam"
+    assert "Killed signal terminated program cc1plus" in found[0]["evidence"][0]["text"]
 
 
 @pytest.mark.parametrize("kill", [
@@ -44,11 +41,7 @@ def test_a_compilers_own_error_comes_before_another_jobs_kill(tmp_path: Path, ca
     mixed = ("Building extension module fused_adam...\nFAILED: multi_tensor_adam.cuda.o\n/venv/lib/python3.10/site-packages/"
              "deepspeed/ops/csrc/includes/type_shim.h(42): error: identifier \"__nv_bfloat16\" is undefined\n"
              f"FAILED: fused_adam_frontend.o\n{kill}\nninja: build stopped: subcommand failed.\n")
-    log = tmp_path / "build.log"
-    log.write_text(mixed, encoding="utf-8")
-    main(["diagnose", "--offline", "--json", str(log)])
-    causes = [c["cause"] for c in json.loads(capsys.readouterr().out)["causes"]]
-    assert causes[:2] == ["deepspeed_build_failure", "host_oom"]
+    assert [c["cause"] for c in causes_of(capsys, tmp_path, mixed)][:2] == ["deepspeed_build_failure", "host_oom"]
 
 
 def test_a_jit_build_of_another_extension_is_not_a_deepspeed_build_failure(tmp_path: Path, capsys) -> None:
@@ -329,11 +322,8 @@ def test_deepspeeds_import_time_probe_warning_names_nothing(tmp_path: Path, caps
     build = (_PROBE + "Building extension module cpu_adam...\nFAILED: cpu_adam.so\n"
              "/usr/bin/ld: cannot find -lcurand: No such file or directory\n"
              "ninja: build stopped: subcommand failed.\n")
-    log = tmp_path / "build.log"
-    log.write_text(build, encoding="utf-8")
-    main(["diagnose", "--offline", "--json", str(log)])
-    causes = json.loads(capsys.readouterr().out)["causes"]
-    assert causes[0]["library"] == "libcurand" and all("nvcc" not in c["title"] for c in causes)
+    found = causes_of(capsys, tmp_path, build)
+    assert found[0]["library"] == "libcurand" and all("nvcc" not in c["title"] for c in found)
 
 
 _DEL = ("Exception ignored in: <function DeepSpeedCPUAdam.__del__ at 0x7f0c2a1b3d00>\nTraceback (most recent call "

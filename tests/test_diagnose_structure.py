@@ -12,7 +12,7 @@ from envcheck.cli import main
 from envcheck.diagnose.scan import Matcher, scan
 from envcheck.diagnose.source import open_log
 from envcheck.matrix import load_matrix
-from diagnose_support import DEV, primary, primary_of
+from diagnose_support import DEV, causes, primary, primary_of
 
 
 # (dev log, cause, library or None): one per class of miss issue 17 lists, and an Xid line
@@ -172,9 +172,7 @@ def test_windows_commit_limit_is_not_also_a_missing_dll(tmp_path: Path, capsys) 
     log.write_text("OSError: [WinError 1455] The paging file is too small for this operation to complete. Error loading "
                    "\"C:\\Python310\\lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll\" or one of its "
                    "dependencies.\n", encoding="utf-8")
-    main(["diagnose", "--offline", "--json", str(log)])
-    causes = [c["cause"] for c in json.loads(capsys.readouterr().out)["causes"]]
-    assert causes == ["host_oom"]
+    assert [c["cause"] for c in causes(capsys, log)] == ["host_oom"]
 
 
 def test_nccls_shm_failure_other_than_full_says_so(tmp_path: Path, capsys) -> None:
