@@ -42,7 +42,7 @@ def run_kills(result: Result, events: KernelEvents | None) -> tuple[OomKill, ...
 
 def cgroup_kills(result: Result) -> tuple[str, int, int] | None:
     """(cgroup, counter when first seen, counter at the end) when the cgroup's oom_kill counter went up."""
-    # the last sample that saw the run in a cgroup: a sample taken after the kill finds no process to read it from
+    # the last sample that read a cgroup's counter (a read can fail once the command and its cgroup are gone)
     last = next((s for s in reversed(result.samples) if s.cgroup is not None and s.cgroup_oom_kills is not None), None)
     if last is None:
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from envcheck.diagnose.structure.compiler import KILLED, PROBE, first_error
+from envcheck.diagnose.structure.compiler import KILLED, NO_NINJA, NO_NVCC, PROBE, first_error
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal",
@@ -23,7 +23,7 @@ ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architectur
            b"op_builder",
            # nvcc's "'cicc' died due to signal 9": a compiler killed beside another job's error (compiler.KILLED)
            b"' died due to signal ",
-           # subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc (compiler._NO_NVCC)
+           # subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc (compiler.NO_NVCC)
            b"/nvcc'", b"\\nvcc.exe'")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
@@ -57,7 +57,7 @@ DS_OPS = frozenset({
 _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*|: fatal error: "
                       # torch's _run_ninja_build re-raises ninja's exit (not a launcher's CalledProcessError)
                       r"|subprocess\.CalledProcessError: Command '\['ninja'|_run_ninja_build|Error building extension"
-                      r"|unsupported GNU version|Ninja is required to load C\+\+ extensions"
+                      r"|unsupported GNU version|" + re.escape(NO_NINJA) +
                       # torch's BuildExtension (a pip pre-build with DS_BUILD_OPS): _run_ninja_build's error_prefix
                       r"|Error compiling objects for extension"
                       # a compiler's own error line: file:line[:col]: error (gcc, clang) or file(line): error (nvcc, MSVC)
@@ -68,12 +68,12 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu
                       r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|(?:^|\s)ninja: error: "
                       # GNU ld missing an input object: its compile step did not produce it
                       r"|\bld: cannot find \S+\.o: No such file or directory"
-                      # no nvcc where the build runs it (compiler._NO_NVCC)
-                      r"|No such file or directory: '[^']*[/\\]nvcc(?:\.exe)?'")
+                      # no nvcc where the build runs it
+                      r"|" + NO_NVCC.pattern)
 # torch.utils.cpp_extension's _run_ninja_build: ninja's CalledProcessError, re-raised as "Error building extension".
 # A traceback through _run_ninja_build: the function raises only when ninja failed.
 _TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Error building extension '"
-                        r"|, in _run_ninja_build\b|Ninja is required to load C\+\+ extensions")
+                        r"|, in _run_ninja_build\b|" + re.escape(NO_NINJA))
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
 # op's NAME).

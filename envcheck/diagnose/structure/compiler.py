@@ -18,9 +18,9 @@ _GNU = re.compile(r"unsupported GNU version! gcc versions later than (?P<max>\d+
 _NVCC = re.compile(r"nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*(?P<msg>.+)")
 # The toolkit's compiler itself missing: subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc, which DeepSpeed's
 # op_builder (installed_cuda_version runs "nvcc -V") and torch's cpp_extension run before compiling.
-_NO_NVCC = re.compile(r"No such file or directory: '(?P<path>[^']*[/\\]nvcc(?:\.exe)?)'")
+NO_NVCC = re.compile(r"No such file or directory: '(?P<path>[^']*[/\\]nvcc(?:\.exe)?)'")
 # torch.utils.cpp_extension's verify_ninja_availability: "Ninja is required to load C++ extensions".
-_NO_NINJA = "Ninja is required to load C++ extensions"
+NO_NINJA = "Ninja is required to load C++ extensions"
 # torch.utils.cpp_extension's _check_cuda_version: "The current installed version of g++ (4.8.5) is less than the
 # minimum required version by CUDA 11.8 (6.0.0). Please make sure to use an adequate version of g++ (>=6.0.0,
 # <=11.5.0)." (or "greater than the maximum"), before any compiler runs.
@@ -97,7 +97,7 @@ def _bounds(line: Line) -> CompilerError | None:
 
 
 def _no_ninja(line: Line) -> CompilerError | None:
-    if _NO_NINJA not in line.text:
+    if NO_NINJA not in line.text:
         return None
     return CompilerError(
         line, "ninja is not installed",
@@ -106,7 +106,7 @@ def _no_ninja(line: Line) -> CompilerError | None:
 
 
 def _no_nvcc(line: Line) -> CompilerError | None:
-    missing = _NO_NVCC.search(line.text)
+    missing = NO_NVCC.search(line.text)
     if not missing:
         return None
     path = missing.group("path")

@@ -59,6 +59,15 @@ def _error_event(line: Line) -> Event:
         "nccl", ("export NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL",))
 
 
+def _errno_line(line: Line, failed_call: Line | None) -> Line:
+    """The line that says why LINE's segment failed: NCCL <= 2.8's segment line carries no errno, the failed call
+    printed just above it (within three lines of the same log) does."""
+    if _OLD_SEGMENT.search(line.text) and failed_call is not None and failed_call.file == line.file \
+            and 0 < line.number - failed_call.number <= 3:
+        return failed_call
+    return line
+
+
 def events(lines: list[Line]) -> list[Event]:
     found = []
     failed_call: Line | None = None  # NCCL <= 2.8's last "Call to X failed : <strerror>", which its segment line follows
@@ -67,10 +76,8 @@ def events(lines: list[Line]) -> list[Event]:
             failed_call = line
         if _SHM.search(line.text):
             # ENOSPC (fallocate, or an errno NCCL prints) is a full /dev/shm; mkstemp's EACCES/ENOENT a /dev/shm that
-            # is not writable or not there; mmap's ENOMEM a limit on mapped memory. NCCL <= 2.8's "Error while
-            # creating shared memory segment" carries no errno: the failed call just above it says which.
-            said = line if not _OLD_SEGMENT.search(line.text) or failed_call is None \
-                or failed_call.file != line.file or not 0 < line.number - failed_call.number <= 3 else failed_call
+            # is not writable or not there; mmap's ENOMEM a limit on mapped memory
+            said = _errno_line(line, failed_call)
             full = not _OTHER_ERRNO.search(said.text) and not _OLD_OTHER.search(said.text)
             attach = "attaching to shared memory segment" in line.text  # opening a peer's segment, not creating one
             found.append(Event(

@@ -29,8 +29,8 @@ class Traceback:
     packages: tuple[str, ...]  # of the frames, outermost first
     text: str  # the exception line as printed
     paths: tuple[str, ...] = ()  # the frames' files, outermost first
-    code: tuple[str, ...] = ()  # the frames' function names ("in jit_load") and source lines, stripped, in order
-    funcs: tuple[str, ...] = ()  # each frame's function name, beside paths
+    code: tuple[str, ...] = ()  # the frames' source lines as printed, stripped
+    funcs: tuple[str, ...] = ()  # each frame's function name ("in jit_load"), beside paths
 
     @property
     def symptom(self) -> bool:
@@ -49,7 +49,6 @@ def parse(block: list[Line], prefix_len: int = 0) -> Traceback | None:
         if frame:
             paths.append(frame.group("path"))
             funcs.append(body.rsplit(", in ", 1)[-1].strip() if ", in " in body else "")
-            code.append(funcs[-1])
             pkg = package_of(frame.group("path"))
             if pkg and (not packages or packages[-1] != pkg):
                 packages.append(pkg)
@@ -186,8 +185,7 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "np.float/np.int); the package in the traceback still uses them.",
                                 f"Install numpy<2 (pip install 'numpy<2'), or upgrade {blame} to a release that "
                                 "supports NumPy 2.", "numpy/__init__.py __expired_attributes__ (NumPy 2.0)", blame))
-        elif _NP_ABI_IMPORT.search(message) and _numpy_importer(tb):
-            blame = _numpy_importer(tb)
+        elif _NP_ABI_IMPORT.search(message) and (blame := _numpy_importer(tb)):
             found.append(_event(tb, "numpy_abi_import", "numpy_abi", 0.85,
                                 f"{blame} was compiled against NumPy 1.x and NumPy 2 is installed",
                                 f"{blame} is a compiled module built against NumPy 1.x's C API; NumPy 2 refuses to "
@@ -254,7 +252,7 @@ def _in_deepspeed_jit_load(tb: Traceback) -> bool:
     interrupt (Ctrl-C or a launcher's SIGTERM while a rank waits for another's build lock)."""
     if tb.type.rsplit(".", 1)[-1] in _INTERRUPTS:
         return False
-    return any(c == "jit_load" or "self.jit_load(" in c for c in tb.code)
+    return "jit_load" in tb.funcs or any("self.jit_load(" in c for c in tb.code)
 
 
 def _numpy_importer(tb: Traceback) -> str:
