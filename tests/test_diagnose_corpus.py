@@ -12,7 +12,8 @@ from diagnose_support import CORPUS, primary_cause
 
 # dev logs whose thread settled a cause that nothing in the log shows (or that no rule reads), and what each reads as
 KNOWN_MISSES = {  # id: (what it reads as, why)
-    "c1022": ("unknown", "LLaMA-Factory's 'device: cpu, n_gpu: 0' alone; a run on a CPU on purpose prints it too (no rule)"),
+    # runs on a CPU on purpose print this and go on: a cause only when a failure follows (structure/no_cuda.py)
+    "c1022": ("unknown", "LLaMA-Factory's 'device: cpu, n_gpu: 0' alone, no failure after it; torch was a CPU build"),
     "c148": ("unknown", "pip installs torch 1.6.0 with CUDA 10.2 wheels; the thread found the index served a CPU build"),
     "c237": ("unknown", "write(): fd 29 failed with Input/output error; the thread found the disk full"),
     # cudaErrorLaunchFailure: CUDA's documentation names software faults (bad pointers) as its common causes
@@ -43,11 +44,9 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1132": ("unknown", "an NCCL all-reduce hang with no error line; booting with intel_iommu=off fixed it"),
     # the tenth round's dev logs that no rule reads
     "c1721": ("unknown", "Windows 'DLL load failed while importing flash_attn_2_cuda' (German); torch was a CPU build"),
-    # CPU runs on purpose print these and go on (projects filter the first), so they get no rule
+    # runs on a CPU on purpose print these and go on (projects filter the first): no failure follows in the paste
     "c1724": ("unknown", "torch autocast's 'CUDA is not available. Disabling' warning alone; torch was a CPU build"),
     "c1900": ("unknown", "whisper's 'FP16 is not supported on CPU' warning alone; torch was a CPU build"),
-    # on a CPU machine the fix is torch.load's map_location, not a CUDA build
-    "c1901": ("unknown", "torch.load's 'deserialize object on a CUDA device'; torch was a CPU build"),
     "c1485": ("unknown", "a ds_report table of ops not pre-built ([NO]); a JIT install prints the same"),
     "c1488": ("unknown", "a Docker DS_BUILD_OPS=1 build cut off before its error line"),
     # the DataLoader cannot tell a worker killed by SIGBUS (shm) from one killed by SIGKILL; SIG009 reads shm

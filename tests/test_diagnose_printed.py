@@ -190,6 +190,17 @@ PRINTED = [
     ("Ultralytics YOLOv8.1.3 Python-3.10.11 torch-2.1.0+cpu\nAn Error occurred: Invalid CUDA 'device=0' requested. Use "
      "'device=cpu' or pass valid CUDA device(s) if available, i.e. 'device=0' or 'device=0,1,2,3' for Multi-GPU.",
      "torch_cpu_only"),  # the CPU build's banner, and CUDA asked for
+    # torch/serialization.py raises it: the run stops where it asked for CUDA
+    ("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you "
+     "are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your "
+     "storages to the CPU.", "torch_cpu_only"),
+    # torch's autocast warning (the run asked for CUDA), then the run fails
+    ("/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:204: UserWarning: User provided device_type of "
+     "'cuda', but CUDA is not available. Disabling\nTraceback (most recent call last):\n  File \"t.py\", line 9, in "
+     "<module>\n    main()\nKeyError: 'input_ids'", "torch_cpu_only"),
+    # the CPU build's banner, and CUDA asked for by autocast
+    ("UserWarning: CUDA is not available or torch_xla is imported. Disabling autocast.\nUltralytics YOLOv8.0.54 "
+     "Python-3.10.6 torch-2.0.0+cpu CPU", "torch_cpu_only"),
     ("Requirement already satisfied: torch in c:\\python310\\lib\\site-packages (2.1.0+cpu)", "torch_cpu_only"),
     ("'2.3.1+cpu'", "torch_cpu_only"),  # the REPL's answer to torch.__version__
     ("ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
@@ -322,6 +333,11 @@ GOING_ON = [
     "./libfoo.so: /lib64/libc.so.6: weak version `GLIBC_2.34' not found (required by ./libfoo.so)",
     # Rust's io::Error on Linux: errno 112 is EHOSTDOWN, not Windows' ERROR_DISK_FULL
     "Error: Host is down (os error 112)",
+    # a run that asked for CUDA (autocast), or ran on the CPU (whisper), and went on without failing
+    "/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:204: UserWarning: User provided device_type of "
+    "'cuda', but CUDA is not available. Disabling",
+    "/venv/lib/python3.10/site-packages/whisper/transcribe.py:132: UserWarning: FP16 is not supported on CPU; using "
+    "FP32 instead",
     # pip removing a CPU build (the fix being applied) and a run on a CPU on purpose
     "Successfully uninstalled torch-2.1.0+cpu",
     "Ultralytics YOLOv8.0.54 Python-3.10.6 torch-2.0.0+cpu CPU",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from envcheck.diagnose.structure.model import Event, Line
+from envcheck.diagnose.structure.no_cuda import asked_for_cuda
 
 ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have ", b", but you'll have ",
            b"is required for a normal functioning", b"+cpu", b"space left on device", b"Errno 28",
@@ -33,8 +34,9 @@ _CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version|\.__versi
                         r"|^\W{0,4}'?\d+\.\d+\.\d+\+cpu'?\s*$")
 # "torch-2.1.0+cpu" (pip's "Successfully installed torch-...", Ultralytics' "Python-3.10 torch-2.1.0+cpu" banner) is
 # also printed by runs on a CPU on purpose and by the fix itself (pip uninstalling it): a cause only when the log
-# also shows CUDA asked for and missing (Ultralytics' select_device refusing 'device=0'). pip replacing a CPU build
-# ("Found existing installation: torch 2.1.0+cpu", "Uninstalling torch-2.1.0+cpu") is the fix itself.
+# also shows CUDA asked for and missing (Ultralytics' select_device refusing 'device=0', or one of no_cuda's
+# messages). pip replacing a CPU build ("Found existing installation: torch 2.1.0+cpu", "Uninstalling
+# torch-2.1.0+cpu") is the fix itself.
 _CPU_WHEEL = re.compile(r"\btorch-\d+\.\d+(?:\.\d+)?\+cpu\b")
 _UNINSTALL = re.compile(r"\b[Uu]ninstall|Found existing installation")
 _WANTS_CUDA = re.compile(r"Invalid CUDA 'device=")
@@ -84,7 +86,7 @@ def events(lines: list[Line]) -> list[Event]:
     package = built_package(lines)
     if package is not None:
         found.append(package)
-    wants_cuda = any(_WANTS_CUDA.search(line.text) for line in lines)
+    wants_cuda = any(_WANTS_CUDA.search(line.text) for line in lines) or asked_for_cuda(lines)
     for at, line in enumerate(lines):
         text = line.text
         req = _REQUIRE.search(text)
