@@ -231,9 +231,9 @@ _JIT_TB = ("Traceback (most recent call last):\n"
 
 @pytest.mark.parametrize(("exc", "cause"), [
     ("TypeError: object of type 'NoneType' has no len()", "deepspeed_build_failure"),
-    # torch's own check of CUDA_HOME keeps its rule (cuda_toolkit_mismatch), and so does an op built for another torch
+    # torch's own check of CUDA_HOME stops the op's build (no toolkit); an op built for another torch keeps its rule
     ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
-     "cuda_toolkit_mismatch"),
+     "deepspeed_build_failure"),
     ("ImportError: /root/.cache/torch_extensions/py38_cu117/fused_adam/fused_adam.so: undefined symbol: "
      "_ZN3c104cuda9SetDeviceEi", "segfault_abi_mismatch"),
 ])
@@ -252,6 +252,24 @@ def test_no_nvcc_where_a_deepspeed_op_build_runs_it(tmp_path: Path, capsys) -> N
             "FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'\n")
     first = primary_of(capsys, tmp_path, tail)
     assert first["cause"] == "deepspeed_build_failure" and "nvcc is not installed" in first["title"]
+
+
+@pytest.mark.parametrize("message", [
+    "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+    "RuntimeError: CUDA was not found on the system, please set the CUDA_HOME or the CUDA_PATHenvironment variable or "
+    "add NVCC to your system PATH. The extension compilation will fail.",  # torch 2.13's CUDA_NOT_FOUND_MESSAGE
+])
+def test_no_cuda_toolkit_where_a_deepspeed_op_build_needs_one(tmp_path: Path, capsys, message: str) -> None:
+    """torch's cpp_extension finding no toolkit in DeepSpeed's jit_load is a DeepSpeed op build failure (the label
+    rule: any other failure to build a DeepSpeed op) that names the missing toolkit; outside a DeepSpeed build the
+    same line stays SIG051's."""
+    tail = ("  File \"/env/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py\", line 480, in jit_load\n"
+            "    op_module = load(name=self.name,\n" + message + "\n")
+    first = primary_of(capsys, tmp_path, tail)
+    assert first["cause"] == "deepspeed_build_failure" and "no CUDA toolkit" in first["title"]
+    alone = primary_of(capsys, tmp_path, "OSError: CUDA_HOME environment variable is not set. Please set it to your "
+                       "CUDA install root.\n")
+    assert alone["cause"] == "cuda_toolkit_mismatch"
 
 
 def test_no_ninja_for_a_jit_build(tmp_path: Path, capsys) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from envcheck.diagnose.structure.compiler import KILLED, NO_NINJA, NO_NVCC, PROBE, first_error
+from envcheck.diagnose.structure.compiler import KILLED, NO_NINJA, NO_NVCC, NO_TOOLKIT, PROBE, first_error
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal",
@@ -24,7 +24,9 @@ ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architectur
            # nvcc's "'cicc' died due to signal 9": a compiler killed beside another job's error (compiler.KILLED)
            b"' died due to signal ",
            # subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc (compiler.NO_NVCC)
-           b"/nvcc'", b"\\nvcc.exe'")
+           b"/nvcc'", b"\\nvcc.exe'",
+           # no toolkit at all (compiler.NO_TOOLKIT)
+           b"CUDA_HOME environment variable is not set", b"CUDA was not found on the system", b"nvcc not found at '")
 # NCCL's error trace ends its lines in " -> <code>"; "NCCL INFO" alone would make every line of an NCCL_DEBUG log
 # a candidate.
 NINJA = (b"TORCH_EXTENSION_NAME=", *(b" -> %d\n" % code for code in range(1, 8)))
@@ -68,8 +70,8 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu
                       r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|(?:^|\s)ninja: error: "
                       # GNU ld missing an input object: its compile step did not produce it
                       r"|\bld: cannot find \S+\.o: No such file or directory"
-                      # no nvcc where the build runs it
-                      r"|" + NO_NVCC.pattern)
+                      # no nvcc where the build runs it, or no CUDA toolkit at all
+                      r"|" + NO_NVCC.pattern + r"|" + NO_TOOLKIT.pattern)
 # torch.utils.cpp_extension's _run_ninja_build: ninja's CalledProcessError, re-raised as "Error building extension".
 # A traceback through _run_ninja_build: the function raises only when ninja failed.
 _TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Error building extension '"

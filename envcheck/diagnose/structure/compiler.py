@@ -19,6 +19,12 @@ _NVCC = re.compile(r"nvcc fatal\s*:(?!\s*Unsupported gpu architecture)\s*(?P<msg
 # The toolkit's compiler itself missing: subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc, which DeepSpeed's
 # op_builder (installed_cuda_version runs "nvcc -V") and torch's cpp_extension run before compiling.
 NO_NVCC = re.compile(r"No such file or directory: '(?P<path>[^']*[/\\]nvcc(?:\.exe)?)'")
+# No CUDA toolkit at all where torch.utils.cpp_extension looks for one: _join_cuda_home's "CUDA_HOME environment
+# variable is not set. Please set it to your CUDA install root.", the CUDA_NOT_FOUND_MESSAGE of torch 2.13 ("CUDA was
+# not found on the system, please set the CUDA_HOME or the CUDA_PATH environment variable ...") and its "nvcc not found
+# at '<path>'. Ensure CUDA path '<CUDA_HOME>' is correct.".
+NO_TOOLKIT = re.compile(r"CUDA_HOME environment variable is not set|CUDA was not found on the system, please set the "
+                        r"CUDA_HOME|nvcc not found at '[^']+'")
 # torch.utils.cpp_extension's verify_ninja_availability: "Ninja is required to load C++ extensions".
 NO_NINJA = "Ninja is required to load C++ extensions"
 # torch.utils.cpp_extension's _check_cuda_version: "The current installed version of g++ (4.8.5) is less than the
@@ -118,6 +124,17 @@ def _no_nvcc(line: Line) -> CompilerError | None:
         "op pre-built so that nothing is compiled at run time.")
 
 
+def _no_toolkit(line: Line) -> CompilerError | None:
+    if not NO_TOOLKIT.search(line.text):
+        return None
+    return CompilerError(
+        line, "no CUDA toolkit (CUDA_HOME) was found",
+        "torch.utils.cpp_extension needs the CUDA toolkit's nvcc to build a CUDA op, and it found none: CUDA_HOME is "
+        "unset and no nvcc is on PATH (a machine with the driver and torch's bundled CUDA runtime only).",
+        "Install the CUDA toolkit (its nvcc) of torch.version.cuda's release and export CUDA_HOME to it, or install "
+        "the op pre-built so that nothing is compiled at run time.")
+
+
 def _nvcc_fatal(line: Line) -> CompilerError | None:
     nvcc = _NVCC.search(line.text)
     if not nvcc:
@@ -139,7 +156,7 @@ def _compile_error(line: Line) -> CompilerError | None:
 
 
 # In this order: a line with a missing header is also a compiler error line, and it says more.
-_READERS = (_header, _gnu, _bounds, _no_ninja, _no_nvcc, _nvcc_fatal, _compile_error)
+_READERS = (_header, _gnu, _bounds, _no_ninja, _no_nvcc, _no_toolkit, _nvcc_fatal, _compile_error)
 
 
 def _missing_header(line: Line, name: str) -> CompilerError:

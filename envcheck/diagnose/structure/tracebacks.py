@@ -112,7 +112,7 @@ _SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/
 # library that does not load, an op built for another torch, torch's CUDA_HOME check): those rules name them; the
 # install or build failure does not outrank them.
 _OWN_CAUSE = re.compile(r"cannot open shared object file|mismatches the version|does not match the version torch"
-                        r"|undefined symbol|Error building extension|CUDA_HOME environment variable is not set"
+                        r"|undefined symbol|Error building extension"
                         # an op DeepSpeed finds incompatible (SIG109: libaio, a GPU), a CUDA error of the device
                         r"|due to it not being compatible|CUDA error")
 # Exceptions that stop whatever was running, a build or a wait for another rank's build lock: not a build's failure.
@@ -150,11 +150,16 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "cpu_adam.py (__init__ sets self.ds_opt_adam = CPUAdamBuilder().load() after "
                                 "super().__init__; __del__ calls self.ds_opt_adam.destroy_adam)", "cpu_adam"))
         if _in_deepspeed_jit_load(tb) and not _OWN_CAUSE.search(message):
-            found.append(_event(tb, "ds_jit_load", "deepspeed_build_failure", 0.72,
-                                f"DeepSpeed could not JIT-build an op: {tb.type or 'an error'}",
+            # a reason the compiler readers know (no toolkit, nvcc missing) names the title and fix, before the
+            # build layer's event for the same line, which cannot name the op
+            reason = first_error([Line(tb.file, tb.line, message)])
+            found.append(_event(tb, "ds_jit_load", "deepspeed_build_failure", 0.82 if reason else 0.72,
+                                "DeepSpeed could not JIT-build an op: " + (reason.reason if reason else
+                                                                           tb.type or "an error"),
                                 "DeepSpeed builds an op the first time it is used (op_builder's jit_load, through "
                                 f"torch.utils.cpp_extension), and the build raised {tb.type or 'an error'}: "
                                 + (message[:160] or "see the traceback") + ".",
+                                reason.fix if reason else
                                 "Read the exception: usually no CUDA toolkit where the build looks (nvcc missing, "
                                 "CUDA_HOME unset or pointing at a folder without bin/nvcc); install the toolkit "
                                 "matching torch.version.cuda and set CUDA_HOME, or install DeepSpeed with the op "
