@@ -184,6 +184,13 @@ PRINTED = [
     ("ValueError: The configured object store size (32.0 GB) exceeds /dev/shm size (0.067108864 GB). This will harm "
      "performance. Consider deleting files in /dev/shm or increasing its size with --shm-size in Docker. To ignore "
      "this warning, set RAY_OBJECT_STORE_ALLOW_SLOW_STORAGE=1.", "shm_too_small"),
+    # Triton's Python backend growing its shared-memory pool (src/shm_manager.cc GrowIfNeeded)
+    ("E1201 10:00:00.000 1 pb_stub.cc:402] Failed to increase the shared memory pool size to 67108864 bytes. If you "
+     "are running Triton inside docker, use '--shm-size' flag to control the shared memory region size. Error: No "
+     "space left on device", "shm_too_small"),
+    # TensorRT 10's wording for a builder resource it cannot dlopen (8.4's is a dev log)
+    ("[12/01/2026-10:00:00] [TRT] [E] IBuilder::buildSerializedNetwork: Error Code 6: API Usage Error (Unable to load "
+     "library: libnvinfer_builder_resource_sm89.so.10.3.0)", "missing_cuda_library"),
     # MPICH's Hydra block for a rank killed by SIGSEGV with a core dump (raw wait status 139)
     ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT node3\n=   EXIT CODE: 139\n"
      "=   CLEANING UP REMAINING PROCESSES", "segfault_other"),
