@@ -40,12 +40,16 @@ def events(lines: list[Line]) -> list[Event]:
     failed_at = max((at for at, line in enumerate(lines) if _FAILED.search(line.text)), default=-1)
     for at, line in enumerate(lines):
         raised = bool(_RAISED.search(line.text))
-        if raised or (at < failed_at and (_ASKED.search(line.text) or _ON_CPU.search(line.text))):
+        asked = raised or bool(_ASKED.search(line.text))
+        if raised or (at < failed_at and (asked or _ON_CPU.search(line.text))):
+            seen = ("torch.cuda.is_available() was False in a run that asked for CUDA." if asked else
+                    "The run was on the CPU (whisper and LLaMA-Factory pick it when torch.cuda.is_available() is "
+                    "False) and then failed.")
             return [Event(
-                "no_cuda", "torch_cpu_only", 0.5 if raised else 0.4, "The run wanted CUDA but torch sees no GPU",
-                "torch.cuda.is_available() was False in a run that asked for CUDA. Most often torch is a CPU-only "
-                "build (its version ends in +cpu and torch.version.cuda is None); otherwise the NVIDIA driver is "
-                "missing or unusable, or CUDA_VISIBLE_DEVICES hides every GPU.",
+                "no_cuda", "torch_cpu_only", 0.5 if raised else 0.4,
+                "The run asked for CUDA but torch sees no GPU" if asked else "The run is on the CPU: torch sees no GPU",
+                seen + " Most often torch is a CPU-only build (its version ends in +cpu and torch.version.cuda is "
+                "None); otherwise the NVIDIA driver is missing or unusable, or CUDA_VISIBLE_DEVICES hides every GPU.",
                 "If torch.version.cuda is None, install a CUDA build of torch for the CUDA your driver supports (uv "
                 "pip install torch --torch-backend=auto, or pip with the index of PyTorch's CUDA wheels); if it is "
                 "not, check nvidia-smi and CUDA_VISIBLE_DEVICES. On a machine meant to run on its CPU, ask for the "
