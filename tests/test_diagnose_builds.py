@@ -372,3 +372,9 @@ def test_an_install_failure_names_the_compilers_reason_when_setup_py_raised_it(t
     first = primary_of(capsys, tmp_path, _SETUP_TB.format(exc=exc))
     assert first["title"].endswith("g++ 13.2.0 is outside what CUDA 11.8 supports")
     assert "<12.0" in first["fixes"][0]["summary"]
+
+
+def test_pip_refusing_another_packages_wheel_is_no_deepspeed_failure(tmp_path: Path, capsys) -> None:
+    """SIG169 reads pip's refusal of a wheel only for DeepSpeed's own wheel."""
+    text = "ERROR: flash_attn-2.5.8-cp311-cp311-win_amd64.whl is not a supported wheel on this platform.\n"
+    assert primary_of(capsys, tmp_path, text)["cause"] != "deepspeed_build_failure"

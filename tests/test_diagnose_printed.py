@@ -191,6 +191,9 @@ PRINTED = [
     # TensorRT 10's wording for a builder resource it cannot dlopen (8.4's is a dev log)
     ("[12/01/2026-10:00:00] [TRT] [E] IBuilder::buildSerializedNetwork: Error Code 6: API Usage Error (Unable to load "
      "library: libnvinfer_builder_resource_sm89.so.10.3.0)", "missing_cuda_library"),
+    # pip's resolver refusing a DeepSpeed wheel whose tags do not match (a Linux wheel on Windows here)
+    ("ERROR: deepspeed-0.16.4-cp312-cp312-manylinux_2_28_x86_64.whl is not a supported wheel on this platform.",
+     "deepspeed_build_failure"),
     # MPICH's Hydra block for a rank killed by SIGSEGV with a core dump (raw wait status 139)
     ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT node3\n=   EXIT CODE: 139\n"
      "=   CLEANING UP REMAINING PROCESSES", "segfault_other"),
