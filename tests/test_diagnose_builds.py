@@ -378,3 +378,4 @@ def test_pip_refusing_another_packages_wheel_is_no_deepspeed_failure(tmp_path: P
     """SIG169 reads pip's refusal of a wheel only for DeepSpeed's own wheel."""
     text = "ERROR: flash_attn-2.5.8-cp311-cp311-win_amd64.whl is not a supported wheel on this platform.\n"
     assert primary_of(capsys, tmp_path, text)["cause"] != "deepspeed_build_failure"
+

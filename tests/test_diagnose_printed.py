@@ -208,6 +208,12 @@ PRINTED = [
     ("/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:204: UserWarning: User provided device_type of "
      "'cuda', but CUDA is not available. Disabling\nTraceback (most recent call last):\n  File \"t.py\", line 9, in "
      "<module>\n    main()\nKeyError: 'input_ids'", "torch_cpu_only"),
+    # transformers 5.24 raising where CUDA is not available (quantizer_eetq.py, training_args.py without the Ampere
+    # sentence it adds when CUDA is there), and ATen's CPU kernel given float16
+    ("RuntimeError: No GPU found. A GPU is needed for quantization.", "torch_cpu_only"),
+    ("ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model on "
+     "CPU.", "torch_cpu_only"),
+    ("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'", "torch_cpu_only"),
     # the CPU build's banner, and CUDA asked for by autocast
     ("UserWarning: CUDA is not available or torch_xla is imported. Disabling autocast.\nUltralytics YOLOv8.0.54 "
      "Python-3.10.6 torch-2.0.0+cpu CPU", "torch_cpu_only"),
@@ -389,3 +395,11 @@ def test_nccl_2_7_failing_to_attach_to_a_peers_segment_says_so(tmp_path: Path, c
                    "nccl-shm-send-b3a1f2-0-1-0 (size 9637888)\n", encoding="utf-8")
     first = primary(capsys, log)
     assert first["cause"] == "shm_too_small" and "open a peer's" in first["title"]
+
+
+def test_a_gpu_without_bf16_is_not_a_cpu_only_torch(tmp_path: Path, capsys) -> None:
+    """transformers adds 'You need Ampere+ GPU' when CUDA is available: then the GPU lacks bf16, torch is no CPU
+    build."""
+    text = ("ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model "
+            "on CPU. You need Ampere+ GPU with cuda>=11.0.\n")
+    assert primary_of(capsys, tmp_path, text)["cause"] != "torch_cpu_only"
