@@ -46,7 +46,8 @@ CASES = [
     (RECORDED / "assert-cuda-on-cpu-torch.log", "torch_cpu_only", None),  # a script's assert on is_available()
     (RECORDED / "cuda-device-on-cpu-torch.log", "torch_cpu_only", None),  # torch.cuda.device(0), torch.cuda.Stream()
     (RECORDED / "collect-env-cpu-torch.log", "torch_cpu_only", None),  # collect_env: its +cpu version lines
-    (RECORDED / "ds-fused-adam-build.log", "cuda_toolkit_mismatch", None),
+    # no CUDA toolkit stops DeepSpeed's op build (the corpus's label rule: any other failure to build a DeepSpeed op)
+    (RECORDED / "ds-fused-adam-build.log", "deepspeed_build_failure", None),
     (RECORDED / "ds-jit-build-failure.log", "deepspeed_build_failure", None),
     (RECORDED / "ds-jit-build-oom.log", "host_oom", None),  # the OOM killer stopped cc1plus: the build failed of it
     (PUBLIC / "llamafactory-6608-torchrun-exitcode-9.log", "host_oom", "SIGKILL"),

@@ -254,22 +254,39 @@ def test_no_nvcc_where_a_deepspeed_op_build_runs_it(tmp_path: Path, capsys) -> N
     assert first["cause"] == "deepspeed_build_failure" and "nvcc is not installed" in first["title"]
 
 
-@pytest.mark.parametrize("message", [
-    "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
-    "RuntimeError: CUDA was not found on the system, please set the CUDA_HOME or the CUDA_PATHenvironment variable or "
-    "add NVCC to your system PATH. The extension compilation will fail.",  # torch 2.13's CUDA_NOT_FOUND_MESSAGE
+_JIT_LOAD_TAIL = ("  File \"/env/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py\", line 480, in "
+                  "jit_load\n    op_module = load(name=self.name,\n")
+# pip pre-building DeepSpeed's ops (DS_BUILD_OPS=1): torch 2.13's BuildExtension.build_extensions runs
+# _check_cuda_version, which raises CUDA_NOT_FOUND_MESSAGE without a toolkit
+_SETUP_TAIL = ("  Building wheel for deepspeed (setup.py) ... error\n      DS_BUILD_OPS=1\n"
+               "      File \"/tmp/pip-install-x/deepspeed_1/setup.py\", line 320, in <module>\n"
+               "      File \"/env/lib/python3.10/site-packages/torch/utils/cpp_extension.py\", line 817, in "
+               "build_extensions\n")
+
+
+@pytest.mark.parametrize("tail", [
+    _JIT_LOAD_TAIL + "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+    _SETUP_TAIL + "    RuntimeError: CUDA was not found on the system, please set the CUDA_HOME or the "
+    "CUDA_PATHenvironment variable or add NVCC to your system PATH. The extension compilation will fail.",
 ])
-def test_no_cuda_toolkit_where_a_deepspeed_op_build_needs_one(tmp_path: Path, capsys, message: str) -> None:
-    """torch's cpp_extension finding no toolkit in DeepSpeed's jit_load is a DeepSpeed op build failure (the label
-    rule: any other failure to build a DeepSpeed op) that names the missing toolkit; outside a DeepSpeed build the
-    same line stays SIG051's."""
-    tail = ("  File \"/env/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py\", line 480, in jit_load\n"
-            "    op_module = load(name=self.name,\n" + message + "\n")
-    first = primary_of(capsys, tmp_path, tail)
+def test_no_cuda_toolkit_where_a_deepspeed_op_build_needs_one(tmp_path: Path, capsys, tail: str) -> None:
+    """torch's cpp_extension finding no toolkit in DeepSpeed's jit_load or setup.py is a DeepSpeed op build failure
+    (the label rule: any other failure to build a DeepSpeed op) that names the missing toolkit; outside a DeepSpeed
+    build the same lines stay SIG051's."""
+    first = primary_of(capsys, tmp_path, tail + "\n")
     assert first["cause"] == "deepspeed_build_failure" and "no CUDA toolkit" in first["title"]
-    alone = primary_of(capsys, tmp_path, "OSError: CUDA_HOME environment variable is not set. Please set it to your "
-                       "CUDA install root.\n")
-    assert alone["cause"] == "cuda_toolkit_mismatch"
+    for alone in ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+                  "RuntimeError: CUDA was not found on the system, please set the CUDA_HOME or the CUDA_PATHenvironment "
+                  "variable or add NVCC to your system PATH. The extension compilation will fail."):
+        assert primary_of(capsys, tmp_path, alone + "\n")["cause"] == "cuda_toolkit_mismatch"
+
+
+def test_no_cuda_toolkit_beside_a_cpu_build_of_torch_is_the_cpu_build(tmp_path: Path, capsys) -> None:
+    """cpp_extension looks for CUDA_HOME only in a CUDA build of torch: with a +cpu torch in the log, the CPU build
+    is the cause, not a missing toolkit."""
+    text = ("Successfully installed deepspeed-0.19.8 torch-2.13.0+cpu\n" + _JIT_LOAD_TAIL
+            + "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.\n")
+    assert primary_of(capsys, tmp_path, text)["cause"] == "torch_cpu_only"
 
 
 def test_no_ninja_for_a_jit_build(tmp_path: Path, capsys) -> None:

@@ -184,6 +184,13 @@ PRINTED = [
     ("ValueError: The configured object store size (32.0 GB) exceeds /dev/shm size (0.067108864 GB). This will harm "
      "performance. Consider deleting files in /dev/shm or increasing its size with --shm-size in Docker. To ignore "
      "this warning, set RAY_OBJECT_STORE_ALLOW_SLOW_STORAGE=1.", "shm_too_small"),
+    # Triton's Python backend before 87f6f2a (2025), with the region's key in the message
+    ("Failed to increase the shared memory pool size for key 'triton_python_backend_shm_region_2' to 67108864 bytes. "
+     "If you are running Triton inside docker, use '--shm-size' flag to control the shared memory region size. Error: "
+     "boost::interprocess_exception::library_error", "shm_too_small"),
+    # glibc's ENOENT cut after 'No such' by a paste wrapped at a fixed width
+    ("ImportError: libcudart.so.10.2: cannot open shared object file: No such\nfile or directory",
+     "missing_cuda_library"),
     # Triton's Python backend growing its shared-memory pool (src/shm_manager.cc GrowIfNeeded)
     ("E1201 10:00:00.000 1 pb_stub.cc:402] Failed to increase the shared memory pool size to 67108864 bytes. If you "
      "are running Triton inside docker, use '--shm-size' flag to control the shared memory region size. Error: No "
@@ -204,19 +211,12 @@ PRINTED = [
     ("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you "
      "are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your "
      "storages to the CPU.", "torch_cpu_only"),
-    # torch's autocast warning (the run asked for CUDA), then the run fails
-    ("/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:204: UserWarning: User provided device_type of "
-     "'cuda', but CUDA is not available. Disabling\nTraceback (most recent call last):\n  File \"t.py\", line 9, in "
-     "<module>\n    main()\nKeyError: 'input_ids'", "torch_cpu_only"),
     # transformers 5.24 raising where CUDA is not available (quantizer_eetq.py, training_args.py without the Ampere
     # sentence it adds when CUDA is there), and ATen's CPU kernel given float16
     ("RuntimeError: No GPU found. A GPU is needed for quantization.", "torch_cpu_only"),
     ("ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model on "
      "CPU.", "torch_cpu_only"),
     ("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'", "torch_cpu_only"),
-    # the CPU build's banner, and CUDA asked for by autocast
-    ("UserWarning: CUDA is not available or torch_xla is imported. Disabling autocast.\nUltralytics YOLOv8.0.54 "
-     "Python-3.10.6 torch-2.0.0+cpu CPU", "torch_cpu_only"),
     ("Requirement already satisfied: torch in c:\\python310\\lib\\site-packages (2.1.0+cpu)", "torch_cpu_only"),
     ("'2.3.1+cpu'", "torch_cpu_only"),  # the REPL's answer to torch.__version__
     ("ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by "
@@ -349,6 +349,19 @@ GOING_ON = [
     "./libfoo.so: /lib64/libc.so.6: weak version `GLIBC_2.34' not found (required by ./libfoo.so)",
     # Rust's io::Error on Linux: errno 112 is EHOSTDOWN, not Windows' ERROR_DISK_FULL
     "Error: Host is down (os error 112)",
+    # runs on a CPU (on purpose or not) that print these and go on: with a CPU build, shutdown noise, a retried
+    # download; NCCL's optional-plugin line wrapped at 66 columns (it loses its 'NCCL INFO' prefix)
+    "Successfully installed torch-2.3.1+cpu\n/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:204: "
+    "UserWarning: User provided device_type of 'cuda', but CUDA is not available. Disabling\nepoch 1/1 loss=0.412",
+    "UserWarning: CUDA is not available or torch_xla is imported. Disabling autocast.\nUltralytics YOLOv8.0.54 "
+    "Python-3.10.6 torch-2.0.0+cpu CPU\nResults saved to runs/detect/train",
+    "UserWarning: FP16 is not supported on CPU; using FP32 instead\n[00:00.000 --> 00:02.000]  Hello.\nException "
+    "ignored in: <function Pool.__del__ at 0x7f>\nTraceback (most recent call last):\nTypeError: 'NoneType' object is "
+    "not callable",
+    "UserWarning: torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.\nhuggingface_hub.utils."
+    "_http: HTTPError: 503 Server Error: Service Unavailable, retrying in 2s\nSaving model checkpoint to out/ckpt-10",
+    "gpu1:1234:1290 [0] NCCL INFO NET/Plugin : \ndlerror=libnccl-net.so: cannot open shared object file: No such\nfile "
+    "or directory No plugin found (libnccl-net.so), using internal implementation",
     # a run that asked for CUDA (autocast), or ran on the CPU (whisper), and went on without failing
     "/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:204: UserWarning: User provided device_type of "
     "'cuda', but CUDA is not available. Disabling",
@@ -403,3 +416,24 @@ def test_a_gpu_without_bf16_is_not_a_cpu_only_torch(tmp_path: Path, capsys) -> N
     text = ("ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model "
             "on CPU. You need Ampere+ GPU with cuda>=11.0.\n")
     assert primary_of(capsys, tmp_path, text)["cause"] != "torch_cpu_only"
+
+
+@pytest.mark.parametrize("warning", [
+    "UserWarning: FP16 is not supported on CPU; using FP32 instead",
+    "[INFO|parser.py:385] 2024-04-11 11:16:12,325 >> Process rank: 0, device: cpu, n_gpu: 0, distributed training: "
+    "False, compute dtype: torch.bfloat16",
+    "UserWarning: torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+])
+def test_a_cpu_run_that_fails_for_another_reason_is_not_blamed_on_the_cpu(tmp_path: Path, capsys,
+                                                                          warning: str) -> None:
+    """Runs on a CPU on purpose print these warnings; a later, unrelated error is not a CPU-only torch."""
+    text = (warning + "\nTraceback (most recent call last):\n  File \"run.py\", line 3, in <module>\n"
+            "ValueError: Undefined dataset my_data in dataset_info.json.\n")
+    assert primary_of(capsys, tmp_path, text)["cause"] != "torch_cpu_only"
+
+
+def test_triton_shared_memory_denied_is_not_a_small_dev_shm(tmp_path: Path, capsys) -> None:
+    text = ("Unable to initialize shared memory key 'triton_python_backend_shm_region_1' to requested size (1048576 "
+            "bytes). If you are running Triton inside docker, use '--shm-size' flag to control the shared memory region "
+            "size. Each Python backend model instance requires at least 1 MB of shared memory. Error: Permission denied\n")
+    assert primary_of(capsys, tmp_path, text)["cause"] != "shm_too_small"

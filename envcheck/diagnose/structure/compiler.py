@@ -130,9 +130,11 @@ def _no_toolkit(line: Line) -> CompilerError | None:
     return CompilerError(
         line, "no CUDA toolkit (CUDA_HOME) was found",
         "torch.utils.cpp_extension needs the CUDA toolkit's nvcc to build a CUDA op, and it found none: CUDA_HOME is "
-        "unset and no nvcc is on PATH (a machine with the driver and torch's bundled CUDA runtime only).",
-        "Install the CUDA toolkit (its nvcc) of torch.version.cuda's release and export CUDA_HOME to it, or install "
-        "the op pre-built so that nothing is compiled at run time.")
+        "unset and no nvcc is on PATH (a machine with the driver and torch's bundled CUDA runtime only), or torch is a "
+        "CPU build, for which it looks for no toolkit at all.",
+        "If torch.version.cuda is None, install a CUDA build of torch first; otherwise install the CUDA toolkit (its "
+        "nvcc) of torch.version.cuda's release and export CUDA_HOME to it, or install the op pre-built so that "
+        "nothing is compiled at run time.")
 
 
 def _nvcc_fatal(line: Line) -> CompilerError | None:

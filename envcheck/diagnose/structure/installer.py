@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from envcheck.diagnose.structure.compiler import NO_TOOLKIT
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.no_cuda import asked_for_cuda
 
@@ -34,8 +35,8 @@ _CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version|\.__versi
                         r"|^\W{0,4}'?\d+\.\d+\.\d+\+cpu'?\s*$")
 # "torch-2.1.0+cpu" (pip's "Successfully installed torch-...", Ultralytics' "Python-3.10 torch-2.1.0+cpu" banner) is
 # also printed by runs on a CPU on purpose and by the fix itself (pip uninstalling it): a cause only when the log
-# also shows CUDA asked for and missing (Ultralytics' select_device refusing 'device=0', or one of no_cuda's
-# messages). pip replacing a CPU build ("Found existing installation: torch 2.1.0+cpu", "Uninstalling
+# also shows CUDA asked for and missing (Ultralytics' select_device refusing 'device=0', or one of the errors
+# no_cuda reads). pip replacing a CPU build ("Found existing installation: torch 2.1.0+cpu", "Uninstalling
 # torch-2.1.0+cpu") is the fix itself.
 _CPU_WHEEL = re.compile(r"\btorch-\d+\.\d+(?:\.\d+)?\+cpu\b")
 _UNINSTALL = re.compile(r"\b[Uu]ninstall|Found existing installation")
@@ -86,7 +87,10 @@ def events(lines: list[Line]) -> list[Event]:
     package = built_package(lines)
     if package is not None:
         found.append(package)
-    wants_cuda = any(_WANTS_CUDA.search(line.text) for line in lines) or asked_for_cuda(lines)
+    # torch.utils.cpp_extension leaves CUDA_HOME unset in a CPU build (CUDA_HOME = _find_cuda_home() only if
+    # torch.version.cuda): a build's 'no CUDA toolkit' then comes from the CPU build, whatever toolkit is installed
+    no_toolkit = any(NO_TOOLKIT.search(line.text) for line in lines)
+    wants_cuda = any(_WANTS_CUDA.search(line.text) for line in lines) or asked_for_cuda(lines) or no_toolkit
     for at, line in enumerate(lines):
         text = line.text
         req = _REQUIRE.search(text)
@@ -104,9 +108,10 @@ def events(lines: list[Line]) -> list[Event]:
                 "pip _internal/resolution (resolver conflict messages)", lib.lower()))
         elif (_CPU_TORCH.search(text) or (wants_cuda and _CPU_WHEEL.search(text))) and not _UNINSTALL.search(text):
             found.append(Event(
-                "cpu_torch", "torch_cpu_only", 0.6, "torch is a CPU-only build (+cpu)",
+                "cpu_torch", "torch_cpu_only", 0.9 if no_toolkit else 0.6, "torch is a CPU-only build (+cpu)",
                 "The torch version string ends in +cpu: this build has no CUDA, so every .cuda() call and GPU "
-                "launcher fails.", "Install a CUDA build of torch for the CUDA your driver supports (uv pip install torch "
+                "launcher fails" + (", and torch.utils.cpp_extension finds no CUDA toolkit (it looks for one only "
+                                    "in a CUDA build), so no CUDA extension builds." if no_toolkit else "."), "Install a CUDA build of torch for the CUDA your driver supports (uv pip install torch "
                 "--torch-backend=auto, or pip with the index of PyTorch's CUDA wheels).",
                 line.file, line.number, text, "PyTorch wheel local version labels (+cpu, +cuXYZ)", "torch",
                 ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
