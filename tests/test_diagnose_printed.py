@@ -201,6 +201,11 @@ PRINTED = [
     # pip's resolver refusing a DeepSpeed wheel whose tags do not match (a Linux wheel on Windows here)
     ("ERROR: deepspeed-0.16.4-cp312-cp312-manylinux_2_28_x86_64.whl is not a supported wheel on this platform.",
      "deepspeed_build_failure"),
+    # CPython's dlopen ImportError on macOS quoting dyld-1378's Loader.cpp message
+    ("ImportError: dlopen(/venv/lib/python3.11/site-packages/torchaudio/lib/libtorchaudio.so, 0x0006): Symbol not "
+     "found: __ZN3c1017RegisterOperatorsD1Ev\n  Referenced from: <5C5F4B1A-0F6B-3D1E-9A4B-4E2D1C0B9A87> "
+     "/venv/lib/python3.11/site-packages/torchaudio/lib/libtorchaudio.so\n  Expected in:     <9A1B2C3D-4E5F-3A6B-"
+     "8C7D-0E1F2A3B4C5D> /venv/lib/python3.11/site-packages/torch/lib/libc10.dylib", "segfault_abi_mismatch"),
     # MPICH's Hydra block for a rank killed by SIGSEGV with a core dump (raw wait status 139)
     ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT node3\n=   EXIT CODE: 139\n"
      "=   CLEANING UP REMAINING PROCESSES", "segfault_other"),
