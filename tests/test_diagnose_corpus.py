@@ -56,6 +56,22 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1607": ("unknown", "a vLLM NCCL hang with no error line; disabling ACS/IOMMU fixed it"),
     "c1667": ("unknown", "vLLM's 'Engine core proc EngineCore_DP0 died unexpectedly'; the fix was --shm-size"),
     "c1669": ("unknown", "lmdb.Error with a Korean message in mojibake; the LMDB map size exceeded the disk"),
+    # the eleventh round's dev logs that no rule reads
+    "c2232": ("unknown", "NCCL 2.25.1's INFO start-up lines on an RTX 5090 and no error; NCCL 2.26.2 fixed it"),
+    "c2171": ("unknown", "a project's own 'Running on CPU now!' warning quoted in a sentence; torch was a CPU build"),
+    # a warning, and the run goes on on the CPU (as no_cuda's warnings without a failure after them)
+    "c2173": ("unknown", "text-generation-webui's 'no GPU has been detected. Falling back to CPU mode.' alone"),
+    "c2113": ("unknown", "DeepSpeed-Chat's first launcher lines, cut off before the -7 exit; --shm-size fixed it"),
+    "c2121": ("unknown", "monai-deploy's run output, cut off before the failure; the app container lacked shm"),
+    # NCCL's 'unhandled system error' with a listing of leaked nccl-* files in /dev/shm, not a line NCCL prints
+    "c2122": ("nccl_error", "vLLM's NCCL 'unhandled system error' and an ls of /dev/shm full of nccl-* segments"),
+    # tracebacks cut off at the optimizer's constructor, before the exception that says why
+    "c1990": ("unknown", "a LLaMA-Factory traceback ending at DeepSpeedCPUAdam(...), cut off before its error"),
+    "c1993": ("unknown", "safe-rlhf ranks' tracebacks ending at FusedAdam(...), cut off before 'Ninja is required'"),
+    "c1935": ("unknown", "a ROCm hipcc command line of a transformer_inference JIT build, cut off before its error"),
+    "c2292": ("unknown", "a ROCm setup.py gcc line of deepspeed_ccl_comm_op, cut off before its missing header"),
+    # the REPL's answer alone: a CPU build and a driver too old for torch's CUDA both print it
+    "c2399": ("unknown", "'>>> torch.cuda.is_available()' answered False; the driver was too old for torch 1.3"),
 }
 TEST_FLOOR = 297  # benchmarks/README.md: test-half top-1 of the last measurement (297/353)
 
