@@ -396,3 +396,11 @@ def test_pip_refusing_another_packages_wheel_is_no_deepspeed_failure(tmp_path: P
     text = "ERROR: flash_attn-2.5.8-cp311-cp311-win_amd64.whl is not a supported wheel on this platform.\n"
     assert primary_of(capsys, tmp_path, text)["cause"] != "deepspeed_build_failure"
 
+
+
+@pytest.mark.parametrize("package", ["flash-attn", "[8 lines of output]"])
+def test_pips_install_failure_names_deepspeed_only_for_deepspeed(tmp_path: Path, capsys, package: str) -> None:
+    """pip's '╰─> <package>' under 'Encountered error while trying to install package.' (SIG090) is DeepSpeed's
+    only when the package is deepspeed; the same arrow also introduces a subprocess's output."""
+    text = "× Encountered error while trying to install package.\n╰─> " + package + "\n"
+    assert primary_of(capsys, tmp_path, text)["cause"] != "deepspeed_build_failure"

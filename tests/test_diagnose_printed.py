@@ -206,6 +206,18 @@ PRINTED = [
      "found: __ZN3c1017RegisterOperatorsD1Ev\n  Referenced from: <5C5F4B1A-0F6B-3D1E-9A4B-4E2D1C0B9A87> "
      "/venv/lib/python3.11/site-packages/torchaudio/lib/libtorchaudio.so\n  Expected in:     <9A1B2C3D-4E5F-3A6B-"
      "8C7D-0E1F2A3B4C5D> /venv/lib/python3.11/site-packages/torch/lib/libc10.dylib", "segfault_abi_mismatch"),
+    # pip 22's legacy install of DeepSpeed failing (operations/install/legacy.py, exceptions.py LegacyInstallFailure)
+    ("  × Running setup.py install for deepspeed did not run successfully.\n  │ exit code: 1",
+     "deepspeed_build_failure"),
+    ("error: legacy-install-failure\n\n× Encountered error while trying to install package.\n╰─> deepspeed",
+     "deepspeed_build_failure"),
+    # MSVC's note on a source of DeepSpeed's csrc/ tree, then setuptools' summary of cl.exe failing
+    ("csrc/transformer/inference/csrc/pt_binding.cpp(1977): note: see reference to function template instantiation\n"
+     "error: command 'C:\\BuildTools\\VC\\Tools\\MSVC\\14.35.32215\\bin\\HostX86\\x64\\cl.exe' failed with exit "
+     "code 2", "deepspeed_build_failure"),
+    # cuDNN 8's second line alone (Linux and Windows names)
+    ("Please make sure libcudnn_ops_infer.so.8 is in your library path!", "missing_cuda_library"),
+    ("> Please make sure cudnn_cnn_infer64_8.dll is in your library path!", "missing_cuda_library"),
     # MPICH's Hydra block for a rank killed by SIGSEGV with a core dump (raw wait status 139)
     ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT node3\n=   EXIT CODE: 139\n"
      "=   CLEANING UP REMAINING PROCESSES", "segfault_other"),

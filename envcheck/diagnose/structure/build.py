@@ -21,6 +21,8 @@ ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architectur
            b"required version by CUDA", b"error LNK", b"torch_extensions",
            # a traceback through DeepSpeed's op loader (op_builder/builder.py jit_load) marks a DeepSpeed build
            b"op_builder",
+           # DeepSpeed's csrc/ tree (_DS_CONTEXT): an MSVC "note:" or a compile command may be the only line naming it
+           b"csrc/", b"csrc\\",
            # nvcc's "'cicc' died due to signal 9": a compiler killed beside another job's error (compiler.KILLED)
            b"' died due to signal ",
            # subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc (compiler.NO_NVCC)
@@ -73,9 +75,10 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu
                       # no nvcc where the build runs it, or no CUDA toolkit at all
                       r"|" + NO_NVCC.pattern + r"|" + NO_TOOLKIT.pattern)
 # torch.utils.cpp_extension's _run_ninja_build: ninja's CalledProcessError, re-raised as "Error building extension".
-# A traceback through _run_ninja_build: the function raises only when ninja failed.
+# A traceback through _run_ninja_build: the function raises only when ninja failed (CPython's ", in <func>", IPython's
+# "<file>.py in <func>(<args>)").
 _TORCH_JIT = re.compile(r"subprocess\.CalledProcessError: Command '\['ninja'|Error building extension '"
-                        r"|, in _run_ninja_build\b|" + re.escape(NO_NINJA))
+                        r"|(?:,|\.py) in _run_ninja_build\b|" + re.escape(NO_NINJA))
 _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # A source file of an op: csrc/adam/cpu_adam_impl.cpp, csrc/lamb/fused_lamb_cuda_kernel.cu (its stem starts with the
 # op's NAME).
