@@ -218,6 +218,15 @@ PRINTED = [
     # cuDNN 8's second line alone (Linux and Windows names)
     ("Please make sure libcudnn_ops_infer.so.8 is in your library path!", "missing_cuda_library"),
     ("> Please make sure cudnn_cnn_infer64_8.dll is in your library path!", "missing_cuda_library"),
+    # lines quoted in a reply ("> ") or under docker buildkit's step prefix keep their rules
+    ("> assert torch.cuda.is_available()\n> AssertionError", "torch_cpu_only"),
+    ("> tensorflow 2.4.4 requires numpy~=1.19.2, but you have numpy 1.21.5 which is incompatible.",
+     "version_conflict"),
+    ("#12 41.07 ERROR: pip's dependency resolver does not currently take into account all the packages that are "
+     "installed.\n#12 41.07 torchaudio 2.1.0 requires torch==2.1.0, but you have torch 2.3.1 which is incompatible.",
+     "version_conflict"),
+    ("> =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n> =   PID 92248 RUNNING AT node1\n"
+     "> =   EXIT CODE: 9", "host_oom"),
     # MPICH's Hydra block for a rank killed by SIGSEGV with a core dump (raw wait status 139)
     ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT node3\n=   EXIT CODE: 139\n"
      "=   CLEANING UP REMAINING PROCESSES", "segfault_other"),

@@ -52,7 +52,7 @@ _PATTERNS = (
 )
 # MPICH's Hydra prints its "BAD TERMINATION" block only for a rank killed by a signal, with the raw wait status as
 # "=   EXIT CODE: 9" (the signal, 128 more with a core dump): pmiserv_cb.c, SIG155
-_HYDRA = re.compile(r"^=\s+EXIT CODE: (\d+)\s*$")
+_HYDRA = re.compile(r"^[\s>]*=\s+EXIT CODE: (\d+)\s*$")  # also in a quoted reply ("> =   EXIT CODE: 9")
 _SPAWN = re.compile(r"terminated with signal (SIG[A-Z0-9]+)")  # torch.multiprocessing.spawn's ProcessExitedException
 # bash prints strsignal() in the locale's language: glibc's po/ translations of the three that kill training runs
 _TRANSLATED = {

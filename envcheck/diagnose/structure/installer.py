@@ -21,7 +21,9 @@ _PIP = re.compile(r"ERROR: Cannot install (?P<what>.+?) because these package ve
                   r"ERROR: pip's dependency resolver does not currently take into account.*|"
                   # install.py _warn_about_conflicts, a line per package; pip < 20.3: "ERROR: k8s 0.11.0 has
                   # requirement requests==2.13.0, but you'll have requests 2.22.0 which is incompatible."
-                  r"^(?:ERROR: )?(?P<pkg>[\w.-]+) [\w.+-]+ (?:requires|has requirement) (?P<req>[\w.-]+)[^,]*, "
+                  # (also quoted in a reply, "> ", or under docker buildkit's step prefix, "#8 12.34 ")
+                  r"^[\s>]*(?:#\d+ [\d.]+ )?(?:ERROR: )?(?P<pkg>[\w.-]+) [\w.+-]+ (?:requires|has requirement) "
+                  r"(?P<req>[\w.-]+)[^,]*, "
                   r"but you(?:'ll)? have")
 # transformers/utils/versions.py _compare_versions: "{req} is required for a normal functioning of this module,
 # but found {pkg}=={got}".
