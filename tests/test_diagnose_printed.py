@@ -227,6 +227,11 @@ PRINTED = [
      "version_conflict"),
     ("> =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n> =   PID 92248 RUNNING AT node1\n"
      "> =   EXIT CODE: 9", "host_oom"),
+    # a shell's report of SIGKILL: bash's job line, macOS's strsignal ('Killed: 9'), zsh's two forms
+    ("[1]+  Killed                  python train.py --deepspeed ds.json", "host_oom"),
+    ("Killed: 9", "host_oom"),
+    ("zsh: killed     python train.py", "host_oom"),
+    ("[1]  + killed     python train.py", "host_oom"),
     # MPICH's Hydra block for a rank killed by SIGSEGV with a core dump (raw wait status 139)
     ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT node3\n=   EXIT CODE: 139\n"
      "=   CLEANING UP REMAINING PROCESSES", "segfault_other"),
