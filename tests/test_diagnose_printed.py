@@ -232,6 +232,8 @@ PRINTED = [
     ("Killed: 9", "host_oom"),
     ("zsh: killed     python train.py", "host_oom"),
     ("[1]  + killed     python train.py", "host_oom"),
+    ("zsh: segmentation fault  python train.py", "segfault_other"),
+    ("zsh: bus error  python train.py", "shm_too_small"),
     # MPICH's Hydra block for a rank killed by SIGSEGV with a core dump (raw wait status 139)
     ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 4242 RUNNING AT node3\n=   EXIT CODE: 139\n"
      "=   CLEANING UP REMAINING PROCESSES", "segfault_other"),
