@@ -144,6 +144,10 @@ def test_exit_text_forms() -> None:
     assert from_text("=   EXIT CODE: 9").signal == "SIGKILL"
     assert from_text("=   EXIT CODE: 139").signal == "SIGSEGV"
     assert from_text("exit code: 9") is None
+    # zsh's own words, after "zsh: " or its job number; not a lowercase "killed" in prose
+    assert from_text("zsh: killed     python train.py").signal == "SIGKILL"
+    assert from_text("[1]  + segmentation fault  python train.py").signal == "SIGSEGV"
+    assert from_text("the job was killed by the scheduler") is None
 
 
 def test_nothing_recognised_says_so(tmp_path: Path, capsys) -> None:

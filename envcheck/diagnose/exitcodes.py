@@ -67,6 +67,9 @@ _TRANSLATED = {
 _SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT",
                   **{word: name for name, words in _TRANSLATED.items() for word in words}}
 # not gcc's "fatal error: Killed signal terminated program cc1plus": that is the compiler's death, not the run's
+# zsh's own words (Src/signames2.awk), after "zsh: " or a job number (Src/jobs.c printjob)
+_ZSH_SIGNALS = {"killed": "SIGKILL", "segmentation fault": "SIGSEGV", "bus error": "SIGBUS"}
+_ZSH = re.compile(r"(?:\bzsh: |\[\d+\] +[+ -] )(" + "|".join(_ZSH_SIGNALS) + r") +\S")
 _SHELL = re.compile(r"(?:^|\s|\])(?:\d+\s+)?(" + "|".join(re.escape(w) for w in _SHELL_SIGNALS) + r")(?:\s|\(|$)"
                     r"(?!signal terminated program)")
 
@@ -110,6 +113,10 @@ def from_text(text: str) -> ExitInfo | None:
     if spawn and hasattr(signal, spawn.group(1)):
         number = int(getattr(signal, spawn.group(1)))
         return ExitInfo(-number, spawn.group(1), f"a spawned process was terminated with {spawn.group(1)}")
+    zsh = _ZSH.search(text)
+    if zsh:
+        name = _ZSH_SIGNALS[zsh.group(1)]
+        return ExitInfo(-int(getattr(signal, name)), name, f"zsh reports '{zsh.group(1)}': killed by {name}")
     shell = _SHELL.search(text)
     if shell:
         name = _SHELL_SIGNALS[shell.group(1)]
