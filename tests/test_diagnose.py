@@ -143,6 +143,7 @@ def test_exit_text_forms() -> None:
     # MPICH's Hydra prints the raw wait status of a rank killed by a signal (128 more with a core dump)
     assert from_text("=   EXIT CODE: 9").signal == "SIGKILL"
     assert from_text("=   EXIT CODE: 139").signal == "SIGSEGV"
+    assert from_text("> =   EXIT CODE: 9").signal == "SIGKILL"  # quoted in a reply
     assert from_text("exit code: 9") is None
     # zsh's own words, after "zsh: " or its job number; not a lowercase "killed" in prose
     assert from_text("zsh: killed     python train.py").signal == "SIGKILL"

@@ -404,3 +404,23 @@ def test_pips_install_failure_names_deepspeed_only_for_deepspeed(tmp_path: Path,
     only when the package is deepspeed; the same arrow also introduces a subprocess's output."""
     text = "× Encountered error while trying to install package.\n╰─> " + package + "\n"
     assert primary_of(capsys, tmp_path, text)["cause"] != "deepspeed_build_failure"
+
+
+def test_an_ipython_frame_through_run_ninja_build_is_a_jit_build(tmp_path: Path, capsys) -> None:
+    """IPython prints a frame as '<file>.py in <func>(<args>)': a paste of its last lines keeps the JIT build."""
+    text = ("CalledProcessError                        Traceback (most recent call last)\n"
+            "~/.local/lib/python3.6/site-packages/torch/utils/cpp_extension.py in _run_ninja_build(build_directory, "
+            "verbose, error_prefix)\n   1672             check=True,\n-> 1673             env=env)\n")
+    assert primary_of(capsys, tmp_path, text)["cause"] == "deepspeed_build_failure"
+
+
+@pytest.mark.parametrize("text", [
+    # another project's csrc/quantization tree (llm-awq, vLLM) failing to compile is no DeepSpeed build
+    "/usr/local/cuda/bin/nvcc -I/work/llm-awq/awq/kernels/csrc -c csrc/quantization/gemm_cuda_gen.cu -o build/gemm.o\n"
+    "error: command '/usr/local/cuda/bin/nvcc' failed with exit code 1\n",
+    # a DeepSpeed source's compiler warning, then another package's wheel failing
+    "csrc/adam/cpu_adam_impl.cpp(148): warning C4244: conversion from 'double' to 'float'\n"
+    "error: command 'C:\\BuildTools\\VC\\bin\\cl.exe' failed with exit code 2\nERROR: Failed building wheel for xformers\n",
+])
+def test_another_projects_build_beside_csrc_lines_is_not_deepspeeds(tmp_path: Path, capsys, text: str) -> None:
+    assert primary_of(capsys, tmp_path, text)["cause"] != "deepspeed_build_failure"

@@ -211,10 +211,6 @@ PRINTED = [
      "deepspeed_build_failure"),
     ("error: legacy-install-failure\n\n× Encountered error while trying to install package.\n╰─> deepspeed",
      "deepspeed_build_failure"),
-    # MSVC's note on a source of DeepSpeed's csrc/ tree, then setuptools' summary of cl.exe failing
-    ("csrc/transformer/inference/csrc/pt_binding.cpp(1977): note: see reference to function template instantiation\n"
-     "error: command 'C:\\BuildTools\\VC\\Tools\\MSVC\\14.35.32215\\bin\\HostX86\\x64\\cl.exe' failed with exit "
-     "code 2", "deepspeed_build_failure"),
     # cuDNN 8's second line alone (Linux and Windows names)
     ("Please make sure libcudnn_ops_infer.so.8 is in your library path!", "missing_cuda_library"),
     ("> Please make sure cudnn_cnn_infer64_8.dll is in your library path!", "missing_cuda_library"),
@@ -222,9 +218,13 @@ PRINTED = [
     ("> assert torch.cuda.is_available()\n> AssertionError", "torch_cpu_only"),
     ("> tensorflow 2.4.4 requires numpy~=1.19.2, but you have numpy 1.21.5 which is incompatible.",
      "version_conflict"),
-    ("#12 41.07 ERROR: pip's dependency resolver does not currently take into account all the packages that are "
-     "installed.\n#12 41.07 torchaudio 2.1.0 requires torch==2.1.0, but you have torch 2.3.1 which is incompatible.",
+    ("#12 41.07 torchaudio 2.1.0 requires torch==2.1.0, but you have torch 2.3.1 which is incompatible.",
      "version_conflict"),
+    ("> =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n> =   EXIT CODE: 139", "segfault_other"),
+    # ROCm's HIP runtime with no device that has a code object (clr hip_code_object.cpp's device list)
+    (":1:hip_code_object.cpp :571 : 0123456789 us: hipErrorNoBinaryForGpu: Unable to find code object for all "
+     "current devices!\n:1:hip_code_object.cpp :573 : 0123456789 us:   Devices:\n:1:hip_code_object.cpp :576 : "
+     "0123456789 us:     amdgcn-amd-amdhsa--gfx1031 - [Not Found]\nAborted (core dumped)", "cuda_arch_unsupported"),
     ("> =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n> =   PID 92248 RUNNING AT node1\n"
      "> =   EXIT CODE: 9", "host_oom"),
     # a shell's report of SIGKILL: bash's job line, macOS's strsignal ('Killed: 9'), zsh's two forms
@@ -382,6 +382,16 @@ GOING_ON = [
     "./libfoo.so: /lib64/libc.so.6: weak version `GLIBC_2.34' not found (required by ./libfoo.so)",
     # Rust's io::Error on Linux: errno 112 is EHOSTDOWN, not Windows' ERROR_DISK_FULL
     "Error: Host is down (os error 112)",
+    # the second review's healthy runs: torchvision's optional image extension on macOS, a REPL check that passes,
+    # a ROCm machine whose integrated GPU has no code object beside a card that has one
+    "/Users/me/venv/lib/python3.11/site-packages/torchvision/io/image.py:13: UserWarning: Failed to load image Python "
+    "extension: 'dlopen(/Users/me/venv/lib/python3.11/site-packages/torchvision/image.so, 0x0006): Symbol not found: "
+    "__ZN3c1017RegisterOperatorsD1Ev'If you don't plan on using image functionality from `torchvision.io`, you can "
+    "ignore this warning.",
+    ">>> assert torch.cuda.is_available()\n>>> torch.cuda.get_device_name(0)\n'NVIDIA A100-SXM4-80GB'",
+    ":1:hip_code_object.cpp :571 : 0123456789 us: hipErrorNoBinaryForGpu: Unable to find code object for all "
+    "current devices!\n:1:hip_code_object.cpp :576 : 0123456789 us:     amdgcn-amd-amdhsa--gfx1100 - [Found]\n"
+    ":1:hip_code_object.cpp :576 : 0123456789 us:     amdgcn-amd-amdhsa--gfx1036 - [Not Found]",
     # runs on a CPU (on purpose or not) that print these and go on: with a CPU build, shutdown noise, a retried
     # download; NCCL's optional-plugin line wrapped at 66 columns (it loses its 'NCCL INFO' prefix)
     "Successfully installed torch-2.3.1+cpu\n/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:204: "

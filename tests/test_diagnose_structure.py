@@ -321,25 +321,3 @@ def test_torchs_numpy_warning_blames_torch(tmp_path: Path, capsys) -> None:
             "NumPy: _ARRAY_API not found (Triggered internally at ../torch/csrc/utils/tensor_numpy.cpp:84.)\n")
     first = primary_of(capsys, tmp_path, line)
     assert (first["cause"], first["library"]) == ("numpy_abi", "torch")
-
-
-_IMPORTING = ('Traceback (most recent call last):\n  File "/work/train.py", line 3, in <module>\n    {first}\n'
-              '{second}ModuleNotFoundError: No module named \'{missing}\'\n')
-_UNSLOTH = ('  File "/venv/lib/python3.10/site-packages/unsloth/__init__.py", line 62, in <module>\n'
-            "    from triton.common.build import libcuda_dirs\n")
-
-
-@pytest.mark.parametrize(("first", "second", "missing", "cause"), [
-    # another installed package importing a submodule this release lacks: a version conflict, blamed on triton
-    ("from unsloth import FastLanguageModel", _UNSLOTH, "triton.common", "version_conflict"),
-    # the user's own package, and a private compiled submodule of a broken build: no version conflict
-    ("from mypkg.utils import helper", "", "mypkg.utils", None),
-    ("import mmcv.ops", '  File "/venv/lib/python3.10/site-packages/mmcv/utils/ext_loader.py", line 13, in load_ext\n'
-     "    ext = importlib.import_module('mmcv.' + name)\n", "mmcv._ext", None),
-])
-def test_a_missing_submodule_is_a_version_conflict_only_when_another_package_imports_it(
-        tmp_path: Path, capsys, first: str, second: str, missing: str, cause: str | None) -> None:
-    found = primary_of(capsys, tmp_path, _IMPORTING.format(first=first, second=second, missing=missing))
-    assert found["cause"] == cause
-    if cause:
-        assert found["library"] == "triton"

@@ -21,8 +21,6 @@ ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architectur
            b"required version by CUDA", b"error LNK", b"torch_extensions",
            # a traceback through DeepSpeed's op loader (op_builder/builder.py jit_load) marks a DeepSpeed build
            b"op_builder",
-           # DeepSpeed's csrc/ tree (_DS_CONTEXT): an MSVC "note:" or a compile command may be the only line naming it
-           b"csrc/", b"csrc\\",
            # nvcc's "'cicc' died due to signal 9": a compiler killed beside another job's error (compiler.KILLED)
            b"' died due to signal ",
            # subprocess's FileNotFoundError for CUDA_HOME/bin/nvcc (compiler.NO_NVCC)

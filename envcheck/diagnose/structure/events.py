@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from envcheck.diagnose.structure import build, faulthandler, installer, nccl, no_cuda, oomlines, tracebacks, xid
+from envcheck.diagnose.structure import build, faulthandler, installer, nccl, no_cuda, oomlines, rocm, tracebacks, xid
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
 # Error lines of any kind, for the honest unknown: the first one is shown when no known cause matched.
 ERRORS = (b"Error: ", b"FAILED: ", b"fatal: ")
 ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faulthandler.ANCHORS, *installer.ANCHORS,
-                              *oomlines.ANCHORS, *no_cuda.ANCHORS,
+                              *oomlines.ANCHORS, *no_cuda.ANCHORS, *rocm.ANCHORS,
                               *tracebacks.ANCHORS, *build.NINJA,
                               *ERRORS)
 
@@ -22,7 +22,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[li
     """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix."""
     parsed = [tb for tb in (tracebacks.parse(block, prefix) for block, prefix in blocks) if tb is not None]
     found: list[Event] = []
-    for module in (xid, build, nccl, faulthandler, installer, oomlines, no_cuda):
+    for module in (xid, build, nccl, faulthandler, installer, oomlines, no_cuda, rocm):
         found += module.events(lines)
     found += tracebacks.events(parsed + tracebacks.loose(lines, parsed))
     found.sort(key=lambda e: (e.file, e.line))

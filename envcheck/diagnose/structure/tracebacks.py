@@ -82,9 +82,6 @@ def loose(lines: list[Line], parsed: list[Traceback]) -> list[Traceback]:
 
 _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<mod>[\w.]+)'")
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
-# CPython names the first part of a dotted import that is missing: "No module named 'triton.common'" means triton is
-# installed and lacks that submodule (private compiled ones, 'mmcv._ext', 'torch._C', are a broken build instead).
-_NO_SUBMODULE = re.compile(r"No module named '(?P<mod>[A-Za-z]\w*)\.(?P<name>[A-Za-z][\w.]*)'")
 _NP_REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
                          r"'(?:float|int|bool|object|str|complex|long|unicode|NaN|Inf|float_|string_|unicode_)'")
 # A module compiled against NumPy 1.x under NumPy 2: its own import_array (NumPy 1.x's generated __multiarray_api.h)
@@ -214,18 +211,6 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 f"Install the {mod} version the calling package requires (see its requirements), "
                                 f"e.g. pip install '{mod}==<the version it was written for>'.",
                                 "CPython import machinery (ImportError: cannot import name)", mod))
-        elif (sub := _NO_SUBMODULE.search(message)) and tb.type.endswith("ModuleNotFoundError") and tb.packages \
-                and tb.packages[-1] != sub.group("mod") and sub.group("mod") not in ("numpy", "np"):
-            # the frame that imports it is another installed package's: written for another release of this one
-            mod, caller = sub.group("mod"), tb.packages[-1]
-            found.append(_event(tb, "import_version", "version_conflict", 0.7,
-                                f"{mod} has no module '{mod}.{sub.group('name')}': incompatible package versions",
-                                f"{caller} imports a submodule that the installed {mod} does not have: {caller} was "
-                                f"written for another release of {mod} (one was upgraded or pinned alone).",
-                                f"Install the {mod} version {caller} requires (see its requirements), or the {caller} "
-                                f"release written for the installed {mod}.",
-                                "CPython import machinery (ModuleNotFoundError names the first missing part of a "
-                                "dotted import)", mod))
         elif _MIN_VERSION.search(message):
             hit = _MIN_VERSION.search(message)
             mod = (hit.group("mod") or "transformers").lower()  # type: ignore[union-attr]
