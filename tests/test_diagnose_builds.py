@@ -424,3 +424,11 @@ def test_an_ipython_frame_through_run_ninja_build_is_a_jit_build(tmp_path: Path,
 ])
 def test_another_projects_build_beside_csrc_lines_is_not_deepspeeds(tmp_path: Path, capsys, text: str) -> None:
     assert primary_of(capsys, tmp_path, text)["cause"] != "deepspeed_build_failure"
+
+
+def test_another_extension_that_failed_to_build_is_not_a_deepspeed_op(tmp_path: Path, capsys) -> None:
+    """torch's 'Error building extension' names the extension: only DeepSpeed's ops are DeepSpeed build failures."""
+    assert primary_of(capsys, tmp_path, "RuntimeError: Error building extension 'fused_adam'\n")["cause"] == \
+        "deepspeed_build_failure"
+    assert primary_of(capsys, tmp_path, "RuntimeError: Error building extension 'selective_scan_cuda'\n")["cause"] != \
+        "deepspeed_build_failure"

@@ -41,8 +41,9 @@ _DS_FOLDERS = ("adam", "aio", "lamb", "lion", "transformer", "quantization", "sp
                "fp_quantizer", "deepspeed4science", "gds")
 _DS_TREE = r"(?:(?i:deepspeed)|csrc[/\\](?:" + "|".join((*_DS_FOLDERS, "includes", "spatial", "cpu")) + r")[/\\])"
 _CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
-# torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...".
-_BUILDING = re.compile(r"Building extension module (?P<op>\w+)")
+# torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...", and its failure "Error building
+# extension 'cpu_adam'".
+_BUILDING = re.compile(r"Building extension module (?P<op>\w+)|Error building extension '(?P<failed>\w+)'")
 # torch.utils.cpp_extension builds each JIT extension in <TORCH_EXTENSIONS_DIR>/<py_cu tag>/<name>/ (the
 # "Creating extension directory .../fused_adam..." and "Emitting ninja build file .../fused_adam/build.ninja").
 _EXT_DIR = re.compile(r"torch_extensions(?:[/\\]torch_extensions[/\\]Cache)?[/\\][\w.-]+[/\\](?P<op>\w+)")
@@ -130,7 +131,7 @@ def events(lines: list[Line]) -> list[Event]:
             nccl_trace.number, nccl_trace.text, "NCCL src/include/checks.h (NCCLCHECK's INFO trace)", "nccl",
             ("export NCCL_DEBUG=INFO",)))
     # the torch extensions the log says it builds: "Building extension module X", its torch_extensions folder
-    built = [m.group("op") for m in (_BUILDING.search(x.text) for x in lines) if m]
+    built = [m.group("op") or m.group("failed") for m in (_BUILDING.search(x.text) for x in lines) if m]
     folders = [m.group("op") for m in (_EXT_DIR.search(x.text) for x in lines) if m]
     ds_ops = [op for op in built if op in DS_OPS]
     ds_ops += [op for op in (_op_name(n) for n in names) if op]
