@@ -52,8 +52,8 @@ class _Draft:
         if not library:
             return
         placeholder = PLACEHOLDER_LIBRARY.get(self.cause)
-        if self.library is None or (line or 0) < self.library[0] and library != placeholder \
-                or self.library[1] == placeholder != library:
+        if (self.library is None or ((line or 0) < self.library[0] and library != placeholder)
+                or self.library[1] == placeholder != library):
             self.library = (line or 0, library)
 
     def support(self, source: str, confidence: float, title: str = "", explanation: str = "") -> None:
@@ -93,11 +93,10 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
             d.notes.append(note)
         # the loader's own words first (the .so that cannot be opened), then what the signature names; a cause's
         # placeholder (NumPy named in NumPy's message) yields to the library the signature knows (torch's warning)
-        named = library_of(found.hits[0].text)
-        if named == PLACEHOLDER_LIBRARY.get(sig.cause):  # type: ignore[attr-defined]
-            named = ""
+        loader = library_of(found.hits[0].text)
+        named = "" if loader == PLACEHOLDER_LIBRARY.get(sig.cause) else loader  # type: ignore[attr-defined]
         d.blame(found.hits[0].line, named or _named_library(sig.pattern, found.hits[0].text)
-                or sig.library or library_of(found.hits[0].text))  # type: ignore[attr-defined]
+                or sig.library or loader)  # type: ignore[attr-defined]
         d.first = min(d.first, found.hits[0].line)
 
     hints = [e for e in events if e.kind == BUILT]

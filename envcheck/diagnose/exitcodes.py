@@ -105,9 +105,8 @@ def from_text(text: str) -> ExitInfo | None:
             code = int(found.group(1))
             return interpret(code) if code else None
     hydra = _HYDRA.search(text)
-    if hydra and signal_name(int(hydra.group(1)) & 0x7F):
-        number = int(hydra.group(1)) & 0x7F
-        name = signal_name(number)
+    number = int(hydra.group(1)) & 0x7F if hydra else 0  # the signal, without Hydra's core-dump bit
+    if number and (name := signal_name(number)):
         return ExitInfo(-number, name, f"MPI's Hydra: a rank was killed by signal {number} ({name})")
     spawn = _SPAWN.search(text)
     if spawn and hasattr(signal, spawn.group(1)):

@@ -7,7 +7,7 @@ import re
 
 from envcheck.diagnose.structure.compiler import NO_TOOLKIT
 from envcheck.diagnose.structure.model import Event, Line
-from envcheck.diagnose.structure.no_cuda import asked_for_cuda
+from envcheck.diagnose.structure.no_cuda import CUDA_TORCH, asked_for_cuda
 
 ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have ", b", but you'll have ",
            b"is required for a normal functioning", b"+cpu", b"space left on device", b"Errno 28",
@@ -113,8 +113,8 @@ def events(lines: list[Line]) -> list[Event]:
                 "cpu_torch", "torch_cpu_only", 0.9 if no_toolkit else 0.6, "torch is a CPU-only build (+cpu)",
                 "The torch version string ends in +cpu: this build has no CUDA, so every .cuda() call and GPU "
                 "launcher fails" + (", and torch.utils.cpp_extension finds no CUDA toolkit (it looks for one only "
-                                    "in a CUDA build), so no CUDA extension builds." if no_toolkit else "."), "Install a CUDA build of torch for the CUDA your driver supports (uv pip install torch "
-                "--torch-backend=auto, or pip with the index of PyTorch's CUDA wheels).",
+                                    "in a CUDA build), so no CUDA extension builds." if no_toolkit else "."),
+                f"Install {CUDA_TORCH}.",
                 line.file, line.number, text, "PyTorch wheel local version labels (+cpu, +cuXYZ)", "torch",
                 ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
         elif _WIN_WHEEL.search(text) or (_VERSION_CUDA.search(text) and _answered_none(lines, at)):
@@ -127,8 +127,7 @@ def events(lines: list[Line]) -> list[Event]:
                 "come from PyTorch's own wheel index." if wheel else
                 "torch reports no CUDA version: the installed build was compiled without CUDA, so "
                 "torch.cuda.is_available() is False whatever the driver.",
-                "Install a CUDA build of torch for the CUDA your driver supports (uv pip install torch "
-                "--torch-backend=auto, or pip with the index of PyTorch's CUDA wheels).",
+                f"Install {CUDA_TORCH}.",
                 line.file, line.number, text,
                 "PyTorch Get Started (pip on Windows installs the CPU build unless a CUDA wheel index is given)" if wheel
                 else "torch/version.py (cuda = None in a CPU build)", "torch",

@@ -25,6 +25,9 @@ _RAISED = re.compile(r"Attempting to deserialize object on a CUDA device but tor
 # ATen's dispatch error for a CPU kernel given float16 (AT_DISPATCH: '"addmm_impl_cpu_" not implemented for 'Half''):
 # a half-precision model that ran on the CPU.
 _HALF_ON_CPU = re.compile(r"\"\w*cpu\w*\" not implemented for 'Half'")
+# What to install instead of a CPU build of torch (installer's +cpu readers say the same).
+CUDA_TORCH = ("a CUDA build of torch for the CUDA your driver supports (uv pip install torch --torch-backend=auto, or "
+              "pip with the index of PyTorch's CUDA wheels)")
 
 
 def asked_for_cuda(lines: list[Line]) -> bool:
@@ -44,11 +47,9 @@ def events(lines: list[Line]) -> list[Event]:
                  "A float16 model ran on the CPU, which has no float16 kernel for this op.")
                 + " Most often torch is a CPU-only build (its version ends in +cpu and torch.version.cuda is None); "
                 "otherwise the NVIDIA driver is missing or unusable, or CUDA_VISIBLE_DEVICES hides every GPU.",
-                "If torch.version.cuda is None, install a CUDA build of torch for the CUDA your driver supports (uv "
-                "pip install torch --torch-backend=auto, or pip with the index of PyTorch's CUDA wheels); if it is "
-                "not, check nvidia-smi and CUDA_VISIBLE_DEVICES. On a machine meant to run on its CPU, ask for the "
-                "CPU and float32 instead (device='cpu', torch_dtype=torch.float32; torch.load(..., "
-                "map_location='cpu')).",
+                f"If torch.version.cuda is None, install {CUDA_TORCH}; if it is not, check nvidia-smi and "
+                "CUDA_VISIBLE_DEVICES. On a machine meant to run on its CPU, ask for the CPU and float32 instead "
+                "(device='cpu', torch_dtype=torch.float32; torch.load(..., map_location='cpu')).",
                 line.file, line.number, line.text,
                 "torch serialization (_validate_device) and ATen dispatch; transformers training_args and quantizers",
                 "torch",
