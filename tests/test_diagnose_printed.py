@@ -81,6 +81,11 @@ PRINTED = [
     ("段错误 (核心已转储)", "segfault_other"),
     ("Speicherzugriffsfehler (Speicherabzug geschrieben)", "segfault_other"),
     ("总线错误 (核心已转储)", "shm_too_small"),
+    # coreutils under a translated locale: glibc po/zh_CN.po, de.po, ja.po strerror(ENOSPC)
+    ("cp: 写入 'out/checkpoint-500/model.safetensors' 出错: 设备上没有空间", "disk_full"),
+    ("tar: ./data/shard-003.arrow: Schreiben nicht möglich: Auf dem Gerät ist kein Speicherplatz mehr verfügbar",
+     "disk_full"),
+    ("cp: '/dev/shm/batch_17' の書き込みエラー: デバイスに空き領域がありません", "shm_too_small"),
     # DeepSpeed setup.py (assert torch_available; abort in v0.9-v0.12) and op_builder/builder.py
     ("AssertionError: Unable to pre-compile ops without torch installed. Please install torch before attempting to "
      "pre-compile ops.", "deepspeed_build_failure"),

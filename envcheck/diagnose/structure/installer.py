@@ -9,11 +9,18 @@ from envcheck.diagnose.structure.compiler import NO_TOOLKIT
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.no_cuda import CUDA_TORCH, asked_for_cuda
 
+# glibc's po/ translations of strerror(ENOSPC), the same since glibc 2.17 (zh_CN, zh_TW, ja, ko, de, fr, es, ru,
+# pt_BR, it): shell tools (cp, tar, dd) print them under a translated locale; Python's own OSError stays English
+ENOSPC_TRANSLATED = ("设备上没有空间", "裝置上已無多餘空間", "デバイスに空き領域がありません", "장치에 남은 공간이 없음",
+                     "Auf dem Gerät ist kein Speicherplatz mehr verfügbar", "Aucun espace disponible sur le périphérique",
+                     "No queda espacio en el dispositivo", "На устройстве не осталось свободного места",
+                     "Não há espaço disponível no dispositivo", "Spazio esaurito sul device")
 ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have ", b", but you'll have ",
            b"is required for a normal functioning", b"+cpu", b"space left on device", b"Errno 28",
            b"encountered in worker", b"win_amd64.whl", b"torch.version.cuda", b"Building wheel for ",
            b"Failed building wheel for ", b"Running setup.py install for ", b"Could not build wheels for ",
-           b"Failed to build ", b"error while trying to install package", b"Invalid CUDA 'device=")
+           b"Failed to build ", b"error while trying to install package", b"Invalid CUDA 'device=",
+           *(word.encode() for word in ENOSPC_TRANSLATED))
 # the scan keeps the line after it: the answer (None), the package pip names
 WITH_NEXT = (b"torch.version.cuda", b"error while trying to install package")
 # pip src/pip/_internal/resolution/resolvelib/factory.py and req/req_install.py (the resolver's messages).
@@ -43,7 +50,7 @@ _CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version|\.__versi
 _CPU_WHEEL = re.compile(r"\btorch-\d+\.\d+(?:\.\d+)?\+cpu\b")
 _UNINSTALL = re.compile(r"\b[Uu]ninstall|Found existing installation")
 _WANTS_CUDA = re.compile(r"Invalid CUDA 'device=")
-_NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]")
+_NOSPACE = re.compile(r"[Nn]o space left on device|\[Errno 28\]|" + "|".join(map(re.escape, ENOSPC_TRANSLATED)))
 # torch's shared-memory files are named </torch_<pid>_<n>> (as tracebacks._SHM_FILE): they live in /dev/shm
 _SHM_WORDS = re.compile(r"/dev/shm|shm|shared memory|</torch_\d", re.I)
 _DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
