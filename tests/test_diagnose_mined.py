@@ -1,0 +1,42 @@
+"""Excerpts written from the source of the programs that print each message (tests/assets/diagnose/mined/): every
+rule mined from a program's source names its cause on its excerpt, and what those programs print and go on after
+(NCCL's fallbacks, ds_report's table, torch's JIT loader, a CPU run's notices) names none."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from envcheck.diagnose.engine import Request, diagnose
+from envcheck.matrix import load_matrix
+
+MINED = Path(__file__).parent / "assets" / "diagnose" / "mined"
+CASES = tomllib.loads((MINED / "cases.toml").read_text(encoding="utf-8"))["case"]
+FAILING = [case for case in CASES if case["cause"]]
+GOING_ON = [case for case in CASES if not case["cause"]]
+
+
+def _causes(name: str):
+    return diagnose(Request(logs=(str(MINED / name),), system=False)).causes
+
+
+@pytest.mark.parametrize("case", FAILING, ids=lambda c: f"{c['signature']}-{c['file']}")
+def test_a_mined_message_names_its_cause_by_its_rule(case: dict) -> None:
+    causes = _causes(case["file"])
+    assert causes, f"{case['file']}: no cause"
+    assert causes[0].cause == case["cause"]
+    assert case["signature"] in causes[0].signatures
+
+
+@pytest.mark.parametrize("case", GOING_ON, ids=lambda c: c["file"])
+def test_what_the_programs_print_and_go_on_after_names_no_cause(case: dict) -> None:
+    assert [c.cause for c in _causes(case["file"])] == []
+
+
+def test_every_mined_rule_is_in_the_matrix_and_cites_a_source() -> None:
+    signatures = {sig.id: sig for sig in load_matrix().signatures}
+    for case in FAILING:
+        sig = signatures[case["signature"]]
+        assert sig.cause == case["cause"] and sig.source
