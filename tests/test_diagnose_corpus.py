@@ -66,7 +66,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     # NCCL's 'unhandled system error' with a listing of leaked nccl-* files in /dev/shm, not a line NCCL prints
     "c2122": ("nccl_error", "vLLM's NCCL 'unhandled system error' and an ls of /dev/shm full of nccl-* segments"),
     # tracebacks cut off at the optimizer's constructor, before the exception that says why
-    "c1990": ("unknown", "a LLaMA-Factory traceback ending at DeepSpeedCPUAdam(...), cut off before its error"),
     "c1993": ("unknown", "safe-rlhf ranks' tracebacks ending at FusedAdam(...), cut off before 'Ninja is required'"),
     "c1935": ("unknown", "a ROCm hipcc command line of a transformer_inference JIT build, cut off before its error"),
     "c2292": ("unknown", "a ROCm setup.py gcc line of deepspeed_ccl_comm_op, cut off before its missing header"),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from envcheck.diagnose.structure import build, faulthandler, installer, nccl, no_cuda, oomlines, rocm, tracebacks, xid
+from envcheck.diagnose.structure import (build, cut, faulthandler, installer, nccl, no_cuda, oomlines, rocm, tracebacks,
+                                         xid)
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
@@ -20,8 +21,9 @@ WITH_NEXT: tuple[bytes, ...] = (*installer.WITH_NEXT, *faulthandler.WITH_NEXT)
 
 def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[list[Event], list[Traceback]]:
     """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix."""
-    parsed = [tb for tb in (tracebacks.parse(block, prefix) for block, prefix in blocks) if tb is not None]
-    found: list[Event] = []
+    read = [(block, prefix, tracebacks.parse(block, prefix)) for block, prefix in blocks]
+    parsed = [tb for _, _, tb in read if tb is not None]
+    found: list[Event] = cut.events([(block, prefix) for block, prefix, tb in read if tb is None], lines)
     for module in (xid, build, nccl, faulthandler, installer, oomlines, no_cuda, rocm):
         found += module.events(lines)
     found += tracebacks.events(parsed + tracebacks.loose(lines, parsed))
