@@ -321,3 +321,10 @@ def test_torchs_numpy_warning_blames_torch(tmp_path: Path, capsys) -> None:
             "NumPy: _ARRAY_API not found (Triggered internally at ../torch/csrc/utils/tensor_numpy.cpp:84.)\n")
     first = primary_of(capsys, tmp_path, line)
     assert (first["cause"], first["library"]) == ("numpy_abi", "torch")
+
+
+def test_the_library_a_loader_names_loses_the_parenthesis_around_it(tmp_path: Path, capsys) -> None:
+    """CuPy's and onnxruntime's messages quote the loader's error in parentheses: the library is libcudnn."""
+    text = "RuntimeError: Failed to load cuDNN: ImportError (libcudnn.so.8: cannot open shared object file: No such " \
+           "file or directory)\n"
+    assert primary_of(capsys, tmp_path, text)["library"] == "libcudnn"

@@ -9,8 +9,9 @@ import shutil
 
 from envcheck import proc
 
-_UNDEFINED = re.compile(r"(?P<lib>[^\s:'\"]+\.so[^\s:]*): undefined symbol: (?P<sym>\S+)")
-_MISSING = re.compile(r"(?P<lib>[^\s:'\"]+\.so[^\s:]*): cannot open shared object file")
+# a path, not the parenthesis or bracket a message puts around it ("Reason: ImportError (libcudnn.so.8: cannot ...")
+_UNDEFINED = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*): undefined symbol: (?P<sym>\S+)")
+_MISSING = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*): cannot open shared object file")
 # glibc elf/dl-version.c: "version `GLIBCXX_3.4.29' not found (required by /.../cpu_adam.so)": the library that
 # needs the newer libstdc++/glibc is the one to blame.
 _VERSION_NEEDED = re.compile(r"version .?(?:GLIBCXX|CXXABI|GLIBC)_[\d.]+. not found \(required by (?P<lib>[^)\s]+)\)")
