@@ -328,3 +328,11 @@ def test_the_library_a_loader_names_loses_the_parenthesis_around_it(tmp_path: Pa
     text = "RuntimeError: Failed to load cuDNN: ImportError (libcudnn.so.8: cannot open shared object file: No such " \
            "file or directory)\n"
     assert primary_of(capsys, tmp_path, text)["library"] == "libcudnn"
+
+
+def test_every_structure_anchor_is_long_enough_for_the_prefilter() -> None:
+    """The `re` prefilter keys each anchor by MIN_KEY bytes or more: a shorter one cannot be keyed."""
+    from envcheck.diagnose.matcher import MIN_KEY
+    from envcheck.diagnose.structure.events import ANCHORS
+
+    assert [a for a in ANCHORS if len(a) < MIN_KEY] == []

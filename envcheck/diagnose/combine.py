@@ -18,6 +18,7 @@ from envcheck.diagnose.kernel import KernelEvents
 from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanResult
 from envcheck.diagnose.structure.installer import BUILT
 from envcheck.diagnose.structure.model import Event
+from envcheck.diagnose.structure.no_cuda import GPU_BUILD, WEAK
 from envcheck.diagnose.symbols import describe_line, library_of
 from envcheck.diagnose.window import run_like
 
@@ -100,7 +101,7 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         d.first = min(d.first, found.hits[0].line)
 
     hints = [e for e in events if e.kind == BUILT]
-    _structure_evidence(tuple(e for e in events if e.kind != BUILT), draft, drafts, context)
+    _structure_evidence(tuple(e for e in events if e.kind not in (BUILT, GPU_BUILD)), draft, drafts, context)
 
     if exit_info and exit_info.signal in PRIORS:
         prior = PRIORS[exit_info.signal]
@@ -121,6 +122,9 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
                            "the installed torch/CUDA; print the full stack with gdb.",
                            (f"gdb --batch -ex bt {core.executable or '<executable>'} {core.path}",)))
 
+    cpu, builds = drafts.get("torch_cpu_only"), [e.library for e in events if e.kind == GPU_BUILD]
+    if cpu is not None and builds and (cpu.confidence() <= WEAK or "rocm" in builds):
+        del drafts["torch_cpu_only"]  # torch sees no GPU, but it is a CUDA (ROCm) build: not a CPU-only torch
     _link_findings(drafts, findings)
     for cause in BUILD_CAUSES:  # nvcc or the CUDA check stopped a build: the package pip was building is to blame
         if cause in drafts and drafts[cause].library is None and hints:

@@ -11,7 +11,22 @@ import re
 from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"is_available() is False", b"A GPU is needed for quantization", b"GPU is required to quantize",
-           b"support bf16/gpu", b"not implemented for 'Half'")
+           b"support bf16/gpu", b"not implemented for 'Half'", b"+cu1", b"+cu9", b"+cu8", b"+rocm",
+           b"CUDA initialization: ", b"CUDA_VISIBLE_DEVICES=")
+# An Event of this kind says the log shows a CUDA or ROCm build of torch, or every GPU hidden on purpose; it is no
+# cause itself: a weak "torch sees no GPU" cause (<= WEAK) is then the driver's or the environment's, not a CPU-only
+# torch's, and is dropped; with a ROCm build (library "rocm") any torch_cpu_only is.
+GPU_BUILD = "gpu_build_shown"
+WEAK = 0.5
+# torch's version with a CUDA or ROCm local tag ("torch 2.3.1+cu121", "PyTorch version: 2.1.0+rocm5.6", a printed
+# '2.3.1+cu121'), and c10/cuda's "CUDA initialization: ..." warning, compiled only into CUDA builds
+# (c10/cuda/CUDAFunctions.cpp).
+_GPU_BUILD = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)\b[^+\n]{0,24}?\b\d+\.\d+(?:\.\d+)?\+(?:cu\d{2,3}|rocm\d)"
+                        r"|^\W{0,4}'?\d+\.\d+\.\d+\+(?:cu\d{2,3}|rocm[\d.]+)'?\s*$|CUDA initialization: "
+                        # a command line that hides every GPU: CUDA_VISIBLE_DEVICES="" (or '', -1, nothing)
+                        r"|\bCUDA_VISIBLE_DEVICES=(?:\"\"|''|-1\b|\s|$)")
+# a ROCm build: torch.version.cuda is None there too, yet torch is no CPU build (any torch_cpu_only is dropped)
+_ROCM_BUILD = re.compile(r"\d\+rocm\d")
 # torch/serialization.py (_validate_device): "Attempting to deserialize object on a CUDA device but
 # torch.cuda.is_available() is False. If you are running on a CPU-only machine, ..."
 # transformers 5.24: quantizers/quantizer_eetq.py and quantizer_gptq.py raise the next two when not
@@ -36,6 +51,14 @@ def asked_for_cuda(lines: list[Line]) -> bool:
 
 
 def events(lines: list[Line]) -> list[Event]:
+    gpu_build = next((line for line in lines if _GPU_BUILD.search(line.text)), None)
+    rocm = any(_ROCM_BUILD.search(line.text) for line in lines)
+    hint = [Event(GPU_BUILD, "", 0.0, "torch is a CUDA or ROCm build", "", "", gpu_build.file, gpu_build.number,
+                  gpu_build.text, "", "rocm" if rocm else "cuda")] if gpu_build is not None else []
+    return hint + _raised(lines)
+
+
+def _raised(lines: list[Line]) -> list[Event]:
     for line in lines:
         raised = bool(_RAISED.search(line.text))
         if raised or _HALF_ON_CPU.search(line.text):
