@@ -202,7 +202,9 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                 _CANNOT_IMPORT.search(message) or _NO_ATTR.search(message)):
             hit = _CANNOT_IMPORT.search(message) or _NO_ATTR.search(message)
             mod = hit.group("mod").split(".")[0]  # type: ignore[union-attr]
-            if mod in ("numpy", "np"):
+            # CPython's "partially initialized module ... (most likely due to a circular import)": a file of the
+            # user's shadowing the package (torch.py) or an import cycle, not two versions
+            if mod in ("numpy", "np") or "circular import" in message:
                 continue
             found.append(_event(tb, "import_version", "version_conflict", 0.75,
                                 f"{mod} does not have '{hit.group('name')}': incompatible package versions",  # type: ignore[union-attr]
