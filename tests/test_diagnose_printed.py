@@ -81,6 +81,13 @@ PRINTED = [
     ("段错误 (核心已转储)", "segfault_other"),
     ("Speicherzugriffsfehler (Speicherabzug geschrieben)", "segfault_other"),
     ("总线错误 (核心已转储)", "shm_too_small"),
+    # `from numpy import X` of a name NumPy 2.0 removed (numpy/_expired_attrs_2_0.py, 2.0.0-notes.rst), and 1.24's
+    ("ImportError: cannot import name 'BUFSIZE' from 'numpy' (/venv/lib/python3.11/site-packages/numpy/__init__.py)",
+     "numpy_abi"),
+    ("E   ImportError: cannot import name 'float' from 'numpy' (/venv/lib/python3.11/site-packages/numpy/__init__.py)",
+     "numpy_abi"),
+    # nvcc's message quoted without its 'nvcc fatal :' prefix
+    ('I meet the error: "Unsupported gpu architecture \'compute_75\'" when I install it', "cuda_arch_unsupported"),
     # coreutils under a translated locale: glibc po/zh_CN.po, de.po, ja.po strerror(ENOSPC)
     ("cp: 写入 'out/checkpoint-500/model.safetensors' 出错: 设备上没有空间", "disk_full"),
     ("tar: ./data/shard-003.arrow: Schreiben nicht möglich: Auf dem Gerät ist kein Speicherplatz mehr verfügbar",
@@ -415,6 +422,8 @@ GOING_ON = [
     "'cuda', but CUDA is not available. Disabling",
     "/venv/lib/python3.10/site-packages/whisper/transcribe.py:132: UserWarning: FP16 is not supported on CPU; using "
     "FP32 instead",
+    # a name NumPy never had is the calling code's own mistake, not NumPy 2
+    "ImportError: cannot import name 'my_helper' from 'numpy' (/venv/lib/python3.11/site-packages/numpy/__init__.py)",
     # pip removing a CPU build (the fix being applied) and a run on a CPU on purpose
     "Successfully uninstalled torch-2.1.0+cpu",
     "Ultralytics YOLOv8.0.54 Python-3.10.6 torch-2.0.0+cpu CPU",

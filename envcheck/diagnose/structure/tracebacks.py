@@ -82,8 +82,25 @@ def loose(lines: list[Line], parsed: list[Traceback]) -> list[Traceback]:
 
 _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<mod>[\w.]+)'")
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
+# The names NumPy removed: 1.24's expired aliases (np.float, np.int, ...; doc/source/release/1.24.0-notes.rst) and
+# 2.0's (numpy/_expired_attrs_2_0.py __expired_attributes__, and the namespace members doc/source/release/
+# 2.0.0-notes.rst lists as removed with the explicit imports of numpy/__init__.py). `module 'numpy' has no attribute`
+# and `from numpy import X`'s "cannot import name 'X' from 'numpy'" name one of them.
+NUMPY_REMOVED = (
+    "float", "int", "bool", "object", "str", "complex", "long", "unicode",  # 1.24
+    "geterrobj", "seterrobj", "cast", "source", "lookfor", "who", "fastCopyAndTranspose", "set_numeric_ops", "NINF",
+    "PINF", "NZERO", "PZERO", "add_newdoc", "add_docstring", "add_newdoc_ufunc", "compat", "safe_eval", "float_",
+    "complex_", "longfloat", "singlecomplex", "cfloat", "longcomplex", "clongfloat", "string_", "unicode_", "Inf",
+    "Infinity", "NaN", "infty", "issctype", "maximum_sctype", "obj2sctype", "sctype2char", "sctypes", "issubsctype",
+    "set_string_function", "asfarray", "issubclass_", "tracemalloc_domain", "mat", "recfromcsv", "recfromtxt",
+    "deprecate", "deprecate_with_doc", "disp", "find_common_type", "round_", "get_array_wrap", "DataSource",
+    "nbytes", "byte_bounds", "compare_chararrays", "format_parser",
+    "FLOATING_POINT_SUPPORT", "CLIP", "WRAP", "RAISE", "BUFSIZE", "UFUNC_BUFSIZE_DEFAULT", "UFUNC_PYVALS_NAME",
+    "ALLOW_THREADS", "MAXDIMS", "MAY_SHARE_EXACT", "MAY_SHARE_BOUNDS", "kernel_version", "numarray", "oldnumeric")
+_REMOVED_NAMES = "|".join(sorted(NUMPY_REMOVED, key=len, reverse=True))
 _NP_REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
-                         r"'(?:float|int|bool|object|str|complex|long|unicode|NaN|Inf|float_|string_|unicode_)'")
+                         r"'(?:" + _REMOVED_NAMES + r")'|cannot import name '(?:" + _REMOVED_NAMES
+                         + r")' from 'numpy'")
 # A module compiled against NumPy 1.x under NumPy 2: its own import_array (NumPy 1.x's generated __multiarray_api.h)
 # raises "numpy.core.multiarray failed to import" or "_ARRAY_API not found", after NumPy 2's warning
 # (numpy/core/_multiarray_umath.py): the module importing numpy is to blame.
