@@ -240,7 +240,8 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 f"Install the {mod} the script asks for (for examples of a development release, "
                                 "from source: pip install git+<its repository>), or use the script of the "
                                 "installed release.", "transformers/utils/__init__.py check_min_version", mod))
-        elif _ERRNO28.search(message) and not _SHM_FILE.search(message):
+        # watchdog's "[Errno 28] inotify watch limit reached" (fs.inotify.max_user_watches), not a disk
+        elif _ERRNO28.search(message) and not _SHM_FILE.search(message) and "inotify" not in message:
             found.append(_event(tb, "disk_full", "disk_full", 0.9, "The disk is full (No space left on device)",
                                 "A write failed with ENOSPC: the file system holding the output, checkpoint or "
                                 "cache directory (or the container's overlay) is full.",
