@@ -27,7 +27,7 @@ def test_a_mined_message_names_its_cause_by_its_rule(case: dict) -> None:
     causes = _causes(case["file"])
     assert causes, f"{case['file']}: no cause"
     assert causes[0].cause == case["cause"]
-    assert case["signature"] in causes[0].signatures
+    assert not case["signature"] or case["signature"] in causes[0].signatures  # "": a structure reader's cause
 
 
 @pytest.mark.parametrize("case", GOING_ON, ids=lambda c: c["file"])
@@ -37,6 +37,6 @@ def test_what_the_programs_print_and_go_on_after_names_no_cause(case: dict) -> N
 
 def test_every_mined_rule_is_in_the_matrix_and_cites_a_source() -> None:
     signatures = {sig.id: sig for sig in load_matrix().signatures}
-    for case in FAILING:
+    for case in (c for c in FAILING if c["signature"]):
         sig = signatures[case["signature"]]
         assert sig.cause == case["cause"] and sig.source

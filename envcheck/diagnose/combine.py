@@ -19,6 +19,7 @@ from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanRes
 from envcheck.diagnose.structure.installer import BUILT
 from envcheck.diagnose.structure.model import Event
 from envcheck.diagnose.structure.no_cuda import GPU_BUILD, WEAK
+from envcheck.diagnose.structure.tracebacks import INTERRUPTED, WEAK_CRASH
 from envcheck.diagnose.symbols import describe_line, library_of
 from envcheck.diagnose.window import run_like
 
@@ -101,7 +102,8 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         d.first = min(d.first, found.hits[0].line)
 
     hints = [e for e in events if e.kind == BUILT]
-    _structure_evidence(tuple(e for e in events if e.kind not in (BUILT, GPU_BUILD)), draft, drafts, context)
+    _structure_evidence(tuple(e for e in events if e.kind not in (BUILT, GPU_BUILD, INTERRUPTED)), draft, drafts,
+                        context)
 
     if exit_info and exit_info.signal in PRIORS:
         prior = PRIORS[exit_info.signal]
@@ -125,6 +127,9 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
     cpu, builds = drafts.get("torch_cpu_only"), [e.library for e in events if e.kind == GPU_BUILD]
     if cpu is not None and builds and (cpu.confidence() <= WEAK or "rocm" in builds):
         del drafts["torch_cpu_only"]  # torch sees no GPU, but it is a CUDA (ROCm) build: not a CPU-only torch
+    crash = drafts.get("segfault_other")
+    if crash is not None and crash.confidence() <= WEAK_CRASH and any(e.kind == INTERRUPTED for e in events):
+        del drafts["segfault_other"]  # threads aborting at the exit of a run the user stopped: no crash to hunt
     _link_findings(drafts, findings)
     for cause in BUILD_CAUSES:  # nvcc or the CUDA check stopped a build: the package pip was building is to blame
         if cause in drafts and drafts[cause].library is None and hints:

@@ -27,6 +27,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[li
     for module in (xid, build, nccl, faulthandler, installer, oomlines, no_cuda, rocm):
         found += module.events(lines)
     found += tracebacks.events(parsed + tracebacks.loose(lines, parsed))
+    found += tracebacks.interrupted(lines + [line for block, _ in blocks for line in block])
     found.sort(key=lambda e: (e.file, e.line))
     return found, parsed
 

@@ -12,7 +12,7 @@ from envcheck.diagnose.structure.model import Event, Line
 
 ANCHORS = (b"is_available() is False", b"A GPU is needed for quantization", b"GPU is required to quantize",
            b"support bf16/gpu", b"not implemented for 'Half'", b"+cu1", b"+cu9", b"+cu8", b"+rocm",
-           b"CUDA initialization: ", b"CUDA_VISIBLE_DEVICES=")
+           b"CUDA initialization: ", b"CUDA_VISIBLE_DEVICES=", b"+cpu")
 # An Event of this kind says the log shows a CUDA or ROCm build of torch, or every GPU hidden on purpose; it is no
 # cause itself: a weak "torch sees no GPU" cause (<= WEAK) is then the driver's or the environment's, not a CPU-only
 # torch's, and is dropped; with a ROCm build (library "rocm") any torch_cpu_only is.
@@ -50,8 +50,18 @@ def asked_for_cuda(lines: list[Line]) -> bool:
     return any(_RAISED.search(line.text) for line in lines)
 
 
+# Lines that name a torch build without reporting the installed one: an install command, pip's resolver and
+# installer lines (the fix being applied, or an attempt that failed), a requirement pin.
+_NOT_INSTALLED = re.compile(r"\bpip3? install|\buv pip|Collecting |Downloading |Successfully installed|No matching "
+                            r"distribution|Could not find a version|Looking in |==")
+# a CPU build the log shows: then a CUDA build elsewhere in it is another install (the fix, a later attempt)
+_CPU_BUILD = re.compile(r"\d\+cpu\b")
+
+
 def events(lines: list[Line]) -> list[Event]:
-    gpu_build = next((line for line in lines if _GPU_BUILD.search(line.text)), None)
+    cpu = any(_CPU_BUILD.search(line.text) for line in lines)
+    gpu_build = None if cpu else next(
+        (line for line in lines if _GPU_BUILD.search(line.text) and not _NOT_INSTALLED.search(line.text)), None)
     rocm = any(_ROCM_BUILD.search(line.text) for line in lines)
     hint = [Event(GPU_BUILD, "", 0.0, "torch is a CUDA or ROCm build", "", "", gpu_build.file, gpu_build.number,
                   gpu_build.text, "", "rocm" if rocm else "cuda")] if gpu_build is not None else []

@@ -89,7 +89,7 @@ _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)
 NUMPY_REMOVED = (
     "float", "int", "bool", "object", "str", "complex", "long", "unicode",  # 1.24
     "geterrobj", "seterrobj", "cast", "source", "lookfor", "who", "fastCopyAndTranspose", "set_numeric_ops", "NINF",
-    "PINF", "NZERO", "PZERO", "add_newdoc", "add_docstring", "add_newdoc_ufunc", "compat", "safe_eval", "float_",
+    "PINF", "NZERO", "PZERO", "add_newdoc", "add_docstring", "add_newdoc_ufunc", "safe_eval", "float_",
     "complex_", "longfloat", "singlecomplex", "cfloat", "longcomplex", "clongfloat", "string_", "unicode_", "Inf",
     "Infinity", "NaN", "infty", "issctype", "maximum_sctype", "obj2sctype", "sctype2char", "sctypes", "issubsctype",
     "set_string_function", "asfarray", "issubclass_", "tracemalloc_domain", "mat", "recfromcsv", "recfromtxt",
@@ -134,12 +134,27 @@ _OWN_CAUSE = re.compile(r"cannot open shared object file|mismatches the version|
                         r"|due to it not being compatible|CUDA error")
 # Exceptions that stop whatever was running, a build or a wait for another rank's build lock: not a build's failure.
 _INTERRUPTS = ("KeyboardInterrupt", "SystemExit", "SignalException")
+# An Event of this kind says the user stopped the run (Ctrl-C: a KeyboardInterrupt traceback); it is no cause itself:
+# the aborts of threads still joinable at the interrupted interpreter's exit ('terminate called without an active
+# exception', 'Aborted') are then no crash to hunt, and a weak segfault_other (<= WEAK_CRASH) is dropped.
+INTERRUPTED = "interrupted"
+WEAK_CRASH = 0.5
+# Python's KeyboardInterrupt line, torch elastic's "Received Signals.SIGINT death signal" (api.py _terminate_process)
+_CTRL_C = re.compile(r"^\W{0,3}KeyboardInterrupt\b|Received Signals\.SIGINT death signal")
+
+
+def interrupted(lines: list[Line]) -> list[Event]:
+    """A hint (no cause) when the log shows the user stopping the run with Ctrl-C."""
+    hit = next((line for line in lines if _CTRL_C.search(line.text)), None)
+    return [Event(INTERRUPTED, "", 0.0, "the run was interrupted (Ctrl-C)", "", "", hit.file, hit.number, hit.text,
+                  "")] if hit is not None else []
 # DeepSpeedCPUAdam.__del__ after its __init__ failed: the op's load (a build) most often, but any failure of __init__
 # (an empty parameter list, Ctrl-C while waiting on a build lock) leaves the same line.
 _DS_OPT = re.compile(r"'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
 ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
-           b"does not match the version torch", b"but the version found is")
+           b"does not match the version torch", b"but the version found is", b"KeyboardInterrupt",
+           b"Signals.SIGINT death signal")
 _LOOSE = re.compile(r"^\W{0,3}(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))?:?\s*(?P<msg>.*)$")
 
 
@@ -199,14 +214,9 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "setuptools, or use a newer DeepSpeed); else install a released wheel.",
                                 "a traceback through DeepSpeed's setup.py and op_builder/ (CPython traceback frames)",
                                 _builder_op(tb) or "deepspeed"))
-        if _NP_REMOVED.search(message):
-            blame = next((p for p in reversed(tb.packages) if p not in ("numpy",)), "numpy")
-            found.append(_event(tb, "numpy_removed", "numpy_abi", 0.9,
-                                "Code written for NumPy 1.x meets NumPy 2 (an API it uses was removed)",
-                                "NumPy 2.0 removed aliases such as np.float_, np.NaN and np.Inf (NumPy 1.24 removed "
-                                "np.float/np.int); the package in the traceback still uses them.",
-                                f"Install numpy<2 (pip install 'numpy<2'), or upgrade {blame} to a release that "
-                                "supports NumPy 2.", "numpy/__init__.py __expired_attributes__ (NumPy 2.0)", blame))
+        # "(unknown location)": a folder named numpy shadowing the package, not a removed name
+        if _NP_REMOVED.search(message) and "circular import" not in message and "(unknown location)" not in message:
+            found.append(_numpy_removed(tb, message))
         elif _NP_ABI_IMPORT.search(message) and (blame := _numpy_importer(tb)):
             found.append(_event(tb, "numpy_abi_import", "numpy_abi", 0.85,
                                 f"{blame} was compiled against NumPy 1.x and NumPy 2 is installed",
@@ -278,6 +288,36 @@ def _in_deepspeed_jit_load(tb: Traceback) -> bool:
     if tb.type.rsplit(".", 1)[-1] in _INTERRUPTS:
         return False
     return "jit_load" in tb.funcs or any("self.jit_load(" in c for c in tb.code)
+
+
+# NumPy 1.24 removed these aliases of Python's builtins (NumPy 2.0 has np.bool and np.long again).
+_NP_124 = frozenset({"float", "int", "bool", "object", "str", "complex", "long", "unicode"})
+_NP_NAME = re.compile(r"`np\.(?P<a>\w+)`|'(?P<b>\w+)'(?: from 'numpy')?$|attribute '(?P<c>\w+)'")
+
+
+def _numpy_removed(tb: Traceback, message: str) -> Event:
+    """Code that uses a name NumPy removed: 1.24's builtin aliases (np.float: pin numpy<1.24 or use the builtin) or
+    2.0's removals (np.float_, np.NaN: numpy<2 or an upgrade of the package that uses it)."""
+    named = _NP_NAME.search(message.split(" (")[0])
+    name = next((g for g in named.groups() if g), "") if named else ""
+    blame = next((p for p in reversed(tb.packages) if p not in ("numpy",)), "")
+    user = f"upgrade {blame} to a release that supports it" if blame else f"change the code that uses np.{name}"
+    if name in _NP_124:
+        again = " (NumPy 2 has it again)" if name in ("bool", "long") else ""
+        return _event(tb, "numpy_removed", "numpy_abi", 0.9,
+                      f"Code uses np.{name}, an alias NumPy 1.24 removed{again}",
+                      "NumPy 1.24 removed the aliases of Python's builtins (np.float, np.int, np.object, np.str, "
+                      "np.bool, ...); NumPy 2.0 brought back np.bool and np.long only.",
+                      f"Use the builtin ({name}) or numpy's own type (np.float64, np.int64, np.bool_), or {user}; "
+                      + ("or install NumPy 2." if again else "or pin numpy<1.24."),
+                      "NumPy 1.24.0 release notes (expired deprecations); numpy/__init__.py (NumPy 2.0)",
+                      blame or "numpy")
+    return _event(tb, "numpy_removed", "numpy_abi", 0.9,
+                  "Code written for NumPy 1.x meets NumPy 2 (an API it uses was removed)",
+                  "NumPy 2.0 removed names such as np.float_, np.NaN, np.Inf and np.BUFSIZE; the code in the traceback "
+                  "still uses them.", f"Install numpy<2 (pip install 'numpy<2'), or {user}.",
+                  "numpy/_expired_attrs_2_0.py __expired_attributes__ and the NumPy 2.0.0 release notes",
+                  blame or "numpy")
 
 
 def _numpy_importer(tb: Traceback) -> str:
