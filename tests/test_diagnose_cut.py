@@ -12,7 +12,8 @@ from diagnose_support import primary_of
 HEADER = "Traceback (most recent call last):\n"
 TRAINER = ('  File "/venv/lib/python3.10/site-packages/transformers/trainer.py", line 1776, in _inner_training_loop\n'
            '    model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)\n')
-ACCELERATE = ('  File "/venv/lib/python3.10/site-packages/accelerate/accelerator.py", line 1599, in _prepare_deepspeed\n'
+ACCELERATE = ('  File "/venv/lib/python3.10/site-packages/accelerate/accelerator.py", line 1599, '
+              'in _prepare_deepspeed\n'
               '    optimizer = DeepSpeedCPUAdam(optimizer.param_groups, **defaults)\n')
 BUILDER = ('  File "/venv/lib/python3.10/site-packages/deepspeed/ops/adam/cpu_adam.py", line 94, in __init__\n'
            '    self.ds_opt_adam = CPUAdamBuilder().load()\n'

@@ -12,7 +12,8 @@ from envcheck.diagnose.structure.no_cuda import CUDA_TORCH, asked_for_cuda
 # glibc's po/ translations of strerror(ENOSPC), the same since glibc 2.17 (zh_CN, zh_TW, ja, ko, de, fr, es, ru,
 # pt_BR, it): shell tools (cp, tar, dd) print them under a translated locale; Python's own OSError stays English
 ENOSPC_TRANSLATED = ("设备上没有空间", "裝置上已無多餘空間", "デバイスに空き領域がありません", "장치에 남은 공간이 없음",
-                     "Auf dem Gerät ist kein Speicherplatz mehr verfügbar", "Aucun espace disponible sur le périphérique",
+                     "Auf dem Gerät ist kein Speicherplatz mehr verfügbar",
+                     "Aucun espace disponible sur le périphérique",
                      "No queda espacio en el dispositivo", "На устройстве не осталось свободного места",
                      "Não há espaço disponível no dispositivo", "Spazio esaurito sul device")
 ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have ", b", but you'll have ",
