@@ -336,3 +336,11 @@ def test_every_structure_anchor_is_long_enough_for_the_prefilter() -> None:
     from envcheck.diagnose.structure.events import ANCHORS
 
     assert [a for a in ANCHORS if len(a) < MIN_KEY] == []
+
+
+def test_a_rocm_torch_only_being_installed_keeps_a_cpu_build_error(tmp_path: Path, capsys) -> None:
+    """A ROCm build drops any torch_cpu_only only when the log reports it installed, not when pip fetches it."""
+    text = ("torch 2.3.1+cu121 (from the environment report)\n"
+            "Collecting torch==2.3.1+rocm6.0\n"
+            "AssertionError: Torch not compiled with CUDA enabled\n")
+    assert primary_of(capsys, tmp_path, text)["cause"] == "torch_cpu_only"

@@ -60,9 +60,9 @@ _CPU_BUILD = re.compile(r"\d\+cpu\b")
 
 def events(lines: list[Line]) -> list[Event]:
     cpu = any(_CPU_BUILD.search(line.text) for line in lines)
-    gpu_build = None if cpu else next(
-        (line for line in lines if _GPU_BUILD.search(line.text) and not _NOT_INSTALLED.search(line.text)), None)
-    rocm = any(_ROCM_BUILD.search(line.text) for line in lines)
+    reports = [] if cpu else [x for x in lines if _GPU_BUILD.search(x.text) and not _NOT_INSTALLED.search(x.text)]
+    gpu_build = reports[0] if reports else None
+    rocm = any(_ROCM_BUILD.search(line.text) for line in reports)
     hint = [Event(GPU_BUILD, "", 0.0, "torch is a CUDA or ROCm build", "", "", gpu_build.file, gpu_build.number,
                   gpu_build.text, "", "rocm" if rocm else "cuda")] if gpu_build is not None else []
     return hint + _raised(lines)
