@@ -102,8 +102,7 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         d.first = min(d.first, found.hits[0].line)
 
     hints = [e for e in events if e.kind == BUILT]
-    _structure_evidence(tuple(e for e in events if e.kind not in (BUILT, GPU_BUILD, INTERRUPTED)), draft, drafts,
-                        context)
+    _structure_evidence(tuple(e for e in events if not e.hint), draft, drafts, context)
 
     if exit_info and exit_info.signal in PRIORS:
         prior = PRIORS[exit_info.signal]

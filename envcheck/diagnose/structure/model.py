@@ -17,7 +17,7 @@ class Line:
 @dataclass(frozen=True)
 class Event:
     kind: str  # "xid" | "linker" | "nvcc" | "nccl_shm" | "nccl_remote" | "disk_full" | "exception" | ...
-    cause: str  # a name of the diagnose taxonomy
+    cause: str  # a name of the diagnose taxonomy; "" for a hint
     confidence: float
     title: str
     explanation: str
@@ -29,3 +29,9 @@ class Event:
     library: str = ""  # the library or module the log blames, when it names one
     commands: tuple[str, ...] = ()
     symptom: bool = False  # a launcher's or build driver's summary: never the root cause when another exists
+
+    @property
+    def hint(self) -> bool:
+        """A fact that only qualifies causes (the package pip was building, a CUDA build of torch, a Ctrl-C): it has
+        no cause of its own and is never one."""
+        return not self.cause

@@ -82,12 +82,15 @@ def loose(lines: list[Line], parsed: list[Traceback]) -> list[Traceback]:
 
 _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<mod>[\w.]+)'")
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
-# The names NumPy removed: 1.24's expired aliases (np.float, np.int, ...; doc/source/release/1.24.0-notes.rst) and
-# 2.0's (numpy/_expired_attrs_2_0.py __expired_attributes__, and the namespace members doc/source/release/
-# 2.0.0-notes.rst lists as removed with the explicit imports of numpy/__init__.py). `module 'numpy' has no attribute`
-# and `from numpy import X`'s "cannot import name 'X' from 'numpy'" name one of them.
+# NumPy 1.24 removed its aliases of Python's builtins (doc/source/release/1.24.0-notes.rst); NumPy 2.0 has np.bool
+# and np.long again.
+_NP_124 = ("float", "int", "bool", "object", "str", "complex", "long", "unicode")
+_NP_BACK_IN_2 = ("bool", "long")
+# The names NumPy removed: 1.24's and 2.0's (numpy/_expired_attrs_2_0.py __expired_attributes__, and the namespace
+# members doc/source/release/2.0.0-notes.rst lists as removed with the explicit imports of numpy/__init__.py).
+# `module 'numpy' has no attribute` and `from numpy import X`'s "cannot import name 'X' from 'numpy'" name one of them.
 NUMPY_REMOVED = (
-    "float", "int", "bool", "object", "str", "complex", "long", "unicode",  # 1.24
+    *_NP_124,
     "geterrobj", "seterrobj", "cast", "source", "lookfor", "who", "fastCopyAndTranspose", "set_numeric_ops", "NINF",
     "PINF", "NZERO", "PZERO", "add_newdoc", "add_docstring", "add_newdoc_ufunc", "safe_eval", "float_",
     "complex_", "longfloat", "singlecomplex", "cfloat", "longcomplex", "clongfloat", "string_", "unicode_", "Inf",
@@ -290,8 +293,6 @@ def _in_deepspeed_jit_load(tb: Traceback) -> bool:
     return "jit_load" in tb.funcs or any("self.jit_load(" in c for c in tb.code)
 
 
-# NumPy 1.24 removed these aliases of Python's builtins (NumPy 2.0 has np.bool and np.long again).
-_NP_124 = frozenset({"float", "int", "bool", "object", "str", "complex", "long", "unicode"})
 _NP_NAME = re.compile(r"`np\.(?P<a>\w+)`|'(?P<b>\w+)'(?: from 'numpy')?$|attribute '(?P<c>\w+)'")
 
 
@@ -303,7 +304,7 @@ def _numpy_removed(tb: Traceback, message: str) -> Event:
     blame = next((p for p in reversed(tb.packages) if p not in ("numpy",)), "")
     user = f"upgrade {blame} to a release that supports it" if blame else f"change the code that uses np.{name}"
     if name in _NP_124:
-        again = " (NumPy 2 has it again)" if name in ("bool", "long") else ""
+        again = " (NumPy 2 has it again)" if name in _NP_BACK_IN_2 else ""
         return _event(tb, "numpy_removed", "numpy_abi", 0.9,
                       f"Code uses np.{name}, an alias NumPy 1.24 removed{again}",
                       "NumPy 1.24 removed the aliases of Python's builtins (np.float, np.int, np.object, np.str, "
