@@ -48,7 +48,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1724": ("unknown", "torch autocast's 'CUDA is not available. Disabling' warning alone; torch was a CPU build"),
     "c1900": ("unknown", "whisper's 'FP16 is not supported on CPU' warning alone; torch was a CPU build"),
     "c1485": ("unknown", "a ds_report table of ops not pre-built ([NO]); a JIT install prints the same"),
-    "c1488": ("unknown", "a Docker DS_BUILD_OPS=1 build cut off before its error line"),
     # the DataLoader cannot tell a worker killed by SIGBUS (shm) from one killed by SIGKILL; SIG009 reads shm
     "c1793": ("shm_too_small", "'DataLoader worker ... exited unexpectedly' alone; the thread found host RAM full"),
     # Ray warns that its object store went to disk and goes on: no rule, lest it name the cause of any later failure
@@ -67,8 +66,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c2122": ("nccl_error", "vLLM's NCCL 'unhandled system error' and an ls of /dev/shm full of nccl-* segments"),
     # tracebacks cut off at the optimizer's constructor, before the exception that says why
     "c1993": ("unknown", "safe-rlhf ranks' tracebacks ending at FusedAdam(...), cut off before 'Ninja is required'"),
-    "c1935": ("unknown", "a ROCm hipcc command line of a transformer_inference JIT build, cut off before its error"),
-    "c2292": ("unknown", "a ROCm setup.py gcc line of deepspeed_ccl_comm_op, cut off before its missing header"),
     # the REPL's answer alone: a CPU build and a driver too old for torch's CUDA both print it
     "c2399": ("unknown", "'>>> torch.cuda.is_available()' answered False; the driver was too old for torch 1.3"),
     # the missing-submodule rule needs the importing frame, which the paste wrapped
@@ -78,7 +75,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c2450": ("unknown", "torchrun's ChildFailedError summary (exitcode 1) alone; the thread found GPU memory"),
     # the twelfth round's dev logs that no rule reads
     "c2463": ("unknown", "an xtuner rank's traceback cut off inside its evaluation hook; transformers 4.39 fixed it"),
-    "c2580": ("unknown", "hipcc warnings of a ROCm DS_BUILD_RANDOM_LTD build, cut off before its error"),
     "c2582": ("unknown", "'object of type PosixPath has no len()' alone; DeepSpeed's evoformer builder was fixed"),
     "c2708": ("unknown", "a Trainer traceback cut off inside accelerator.prepare; an older accelerate fixed it"),
 }

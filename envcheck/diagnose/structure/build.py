@@ -134,7 +134,7 @@ def events(lines: list[Line]) -> list[Event]:
     built = [m.group("op") or m.group("failed") for m in (_BUILDING.search(x.text) for x in lines) if m]
     folders = [m.group("op") for m in (_EXT_DIR.search(x.text) for x in lines) if m]
     ds_ops = [op for op in built if op in DS_OPS]
-    ds_ops += [op for op in (_op_name(n) for n in names) if op]
+    ds_ops += [op for op in (op_name(n) for n in names) if op]
     ds_ops += [op for op in (_file_op(x.text) for x in lines) if op]
     ds_ops += [op for op in folders if op in DS_OPS]
     compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
@@ -155,7 +155,7 @@ def events(lines: list[Line]) -> list[Event]:
     ds_context = any(_DS_CONTEXT.search(x.text) for x in lines)
     deepspeed = bool(ds_ops) or ds_context
     # an extension the log names that is not a DeepSpeed op (mamba's selective_scan): its build is not DeepSpeed's
-    foreign = not deepspeed and any(not _op_name(name) for name in built + folders + names)
+    foreign = not deepspeed and any(not op_name(name) for name in built + folders + names)
     stopped = next((line for line in lines if _STOPPED.search(line.text)), None) if deepspeed else None
     reason = first_error(lines) if deepspeed or not foreign else None
     if compile_error is None and failed_command is None and stopped is not None:
@@ -277,7 +277,7 @@ def _op(ds_ops: list[str], names: list[str]) -> str:
     return ds_ops[0] if ds_ops else names[0] if names else ""
 
 
-def _op_name(extension: str) -> str:
+def op_name(extension: str) -> str:
     """DeepSpeed's op for a TORCH_EXTENSION_NAME: cpu_adam, or cpu_adam_op (setup.py's pre-build name)."""
     for name in (extension, extension.removesuffix("_op")):
         if name in DS_OPS:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envcheck.diagnose.structure import (build, cut, faulthandler, installer, nccl, no_cuda, oomlines, rocm, tracebacks,
-                                         xid)
+                                         unfinished, xid)
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
@@ -11,7 +11,7 @@ from envcheck.diagnose.structure.tracebacks import Traceback
 ERRORS = (b"Error: ", b"FAILED: ", b"fatal: ")
 ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faulthandler.ANCHORS, *installer.ANCHORS,
                               *oomlines.ANCHORS, *no_cuda.ANCHORS, *rocm.ANCHORS,
-                              *tracebacks.ANCHORS, *build.NINJA,
+                              *tracebacks.ANCHORS, *build.NINJA, *unfinished.ANCHORS,
                               *ERRORS)
 
 
@@ -27,6 +27,9 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[li
     for module in (xid, build, nccl, faulthandler, installer, oomlines, no_cuda, rocm):
         found += module.events(lines)
     found += tracebacks.events(parsed + tracebacks.loose(lines, parsed))
+    # a fallback: where another reader found the build's failure, that reader says why and what to do
+    built = {e.file for e in found if e.cause == "deepspeed_build_failure"}
+    found += [e for e in unfinished.events(lines, parsed) if e.file not in built]
     found += tracebacks.interrupted(lines + [line for block, _ in blocks for line in block])
     found.sort(key=lambda e: (e.file, e.line))
     return found, parsed

@@ -1,0 +1,86 @@
+"""A paste that ends while a DeepSpeed op is being compiled: the build's command lines, its progress or its frames are
+the last thing it shows, and nothing says the build finished. Users cut a log there when the compiler's output runs
+on for pages; the error is gone, but what was running is not. A weak cause, as structure/cut.py's: it leads only when
+nothing else was found, and it says how to see the build's error."""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.diagnose.structure.build import op_name
+from envcheck.diagnose.structure.model import Event, Line
+from envcheck.diagnose.structure.tracebacks import Traceback
+
+ANCHORS = (b"Building extension module ", b"building 'deepspeed.", b"op_builder", b"DS_BUILD_",
+           b"deepspeed/ops/csrc", b"deepspeed\\ops\\csrc", b"Emitting ninja build file ",
+           b"Loading extension module ", b"No modifications detected for re-loaded extension", b"Time to load ",
+           b"Successfully installed ", b"Successfully built ", b"Finished processing dependencies for ",
+           b"***** Running training *****")
+CONFIDENCE = 0.3
+# What a DeepSpeed op build prints while it runs:
+# - torch.utils.cpp_extension's JIT build (_jit_compile, _write_ninja_file_and_build_library): "Emitting ninja build
+#   file <dir>/<op>/build.ninja...", "Building extension module <op>...", and ninja's compile lines, which carry
+#   -DTORCH_EXTENSION_NAME=<op>;
+# - setuptools' pre-build (DeepSpeed setup.py with DS_BUILD_OPS or DS_BUILD_<OP>): "building
+#   'deepspeed.ops.<...>' extension" and compiler lines over DeepSpeed's csrc/ sources;
+# - the command that starts a pre-build (DS_BUILD_<OP>=1 with setup.py or pip install), and the frames of
+#   op_builder/builder.py's builder(), load() and jit_load() in a traceback the paste cut.
+_ACTIVITY = re.compile(r"Building extension module (?P<op>\w+)|Emitting ninja build file \S*?[/\\](?P<dir>\w+)"
+                       r"[/\\]build\.ninja|-DTORCH_EXTENSION_NAME=(?P<ext>\w+)|building 'deepspeed\.ops\."
+                       r"|deepspeed[/\\]ops[/\\]csrc[/\\]|op_builder[/\\]builder\.py\", line \d+, in "
+                       r"(?:builder|load|jit_load)\b|\bDS_BUILD_\w+=1\b.*(?:setup\.py|pip3? install)")
+# What says the build ended (cpp_extension loads the module it built, or found it built; DeepSpeed times the load;
+# pip and setuptools report the install) or that the run went on past it (the Trainer's banner). Not the Trainer's
+# loss lines: as anchors they would make every line of a dense training log a candidate.
+_DONE = re.compile(r"Loading extension module \w+|No modifications detected for re-loaded extension module"
+                   r"|Time to load \w+ op|Successfully (?:installed|built) .*\bdeepspeed|Finished processing "
+                   r"dependencies for deepspeed|\*\*\*\*\* Running training \*\*\*\*\*")
+# an error of any kind (a compiler's "error:", ninja's "FAILED:", a "fatal", an exception's "...Error")
+_ERROR = re.compile(r"error|FAILED|fatal", re.I)
+# torch extensions that are no DeepSpeed op (other projects' JIT builds) name no DeepSpeed build
+_DS_WORD = re.compile(r"deepspeed|op_builder|DS_BUILD_", re.I)
+
+
+def events(lines: list[Line], parsed: list[Traceback]) -> list[Event]:
+    """LINES: the excerpt's candidate lines in log order; PARSED: its tracebacks with an exception line."""
+    found = []
+    for file in dict.fromkeys(line.file for line in lines):
+        mine = [line for line in lines if line.file == file]
+        if not any(_DS_WORD.search(line.text) for line in mine):
+            continue
+        activity = [(line, match) for line, match in ((x, _ACTIVITY.search(x.text)) for x in mine) if match]
+        activity = [(line, match) for line, match in activity if _ours(match)]
+        if not activity:
+            continue
+        last, match = activity[-1]
+        # a line that says the build ended, an error line (the build's own: other readers name it), or an exception
+        # raised after it: the build ended, or the run went on and failed otherwise
+        if any(line.number > last.number and (_DONE.search(line.text) or _ERROR.search(line.text)) for line in mine):
+            continue
+        if any(tb.file == file and tb.line > last.number for tb in parsed):
+            continue
+        op = _op(match) or next((o for o in (_op(m) for _, m in reversed(activity)) if o), "")
+        found.append(Event(
+            "unfinished_build", "deepspeed_build_failure", CONFIDENCE,
+            f"The paste ends while DeepSpeed's {op or 'op'} is being built (a failing op build, likely)",
+            "The last thing the log shows is a DeepSpeed op being compiled (its compiler command lines, torch's JIT "
+            "build or setup.py's pre-build), and no line says the build finished: the lines cut off are usually the "
+            "compiler's output and its error.",
+            "Read the complete build output from its first compiler error (search for 'error'), or run ds_report; "
+            "pre-building the op (e.g. DS_BUILD_CPU_ADAM=1 pip install deepspeed) shows the compiler's error at "
+            "install. If the run stopped there without an error, a build killed earlier left its lock file: "
+            "torch waits for <extensions root>/<op>/lock to go; delete it.",
+            last.file, last.number, last.text.strip(),
+            "torch/utils/cpp_extension.py (_jit_compile: 'Building extension module', 'Loading extension module', "
+            "FileBaton(<build dir>/lock)); DeepSpeed setup.py and op_builder/builder.py", op))
+    return found
+
+
+def _ours(match: re.Match[str]) -> bool:
+    """An activity of a DeepSpeed op: a named extension must be one of DeepSpeed's ops (cpu_adam, cpu_adam_op)."""
+    name = match.group("op") or match.group("dir") or match.group("ext")
+    return name is None or bool(op_name(name))
+
+
+def _op(match: re.Match[str]) -> str:
+    return op_name(match.group("op") or match.group("dir") or match.group("ext") or "")
