@@ -8,7 +8,8 @@ import re
 
 from envcheck.diagnose.structure.model import Event, Line
 
-_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>\w+)')
+# a frame of a function, or of the module itself ("in <module>": a script constructing the optimizer at top level)
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func><module>|\w+)')
 # DeepSpeed op_builder/builder.py: load() -> jit_load() -> torch's load(); setup.py's builder() for a pre-build.
 _BUILDER = re.compile(r"op_builder[/\\]builder\.py$")
 _BUILDER_FUNCS = frozenset({"load", "jit_load", "builder"})
