@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -75,6 +76,17 @@ def ours(path: str) -> tuple[str, str]:
     return result.causes[0].cause, getattr(result.causes[0], "library", "") or ""
 
 
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion: how far the top-1 figure of n logs may be from the rate on all
+    logs like them (it stays inside [0, 1] and is honest at small n, unlike the normal approximation)."""
+    if not n:
+        return 0.0, 0.0
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return round(centre - half, 3), round(centre + half, 3)
+
+
 def score(rows: list[tuple[str, str]]) -> dict:
     """rows: (label, predicted) -> accuracy, per-cause precision/recall, confusion."""
     hits = sum(1 for label, got in rows if label == got)
@@ -89,7 +101,7 @@ def score(rows: list[tuple[str, str]]) -> dict:
     for (label, got), n in Counter(rows).items():
         confusion[label][got] = n
     return {"n": len(rows), "correct": hits, "accuracy": round(hits / len(rows), 3) if rows else 0.0,
-            "per_cause": per, "confusion": dict(confusion)}
+            "interval_95": list(wilson(hits, len(rows))), "per_cause": per, "confusion": dict(confusion)}
 
 
 def main() -> int:
@@ -125,7 +137,8 @@ def main() -> int:
         return 0
     e, t = report["envcheck"], report["toy_reconstruction"]
     print(f"split {args.split}: {e['n']} logs")
-    print(f"envcheck diagnose top-1: {e['correct']}/{e['n']} = {e['accuracy']:.0%}")
+    low, high = e["interval_95"]
+    print(f"envcheck diagnose top-1: {e['correct']}/{e['n']} = {e['accuracy']:.0%} (95 % interval {low:.0%}-{high:.0%})")
     print(f"14-regex toy (our reconstruction): {t['correct']}/{t['n']} = {t['accuracy']:.0%}")
     print(f"library named right: {library[0]}/{library[1]}")
     print(f"\n{'cause':<24} {'support':>7} {'precision':>9} {'recall':>6}   (envcheck)")
