@@ -40,3 +40,19 @@ def test_every_mined_rule_is_in_the_matrix_and_cites_a_source() -> None:
     for case in (c for c in FAILING if c["signature"]):
         sig = signatures[case["signature"]]
         assert sig.cause == case["cause"] and sig.source
+
+
+@pytest.mark.parametrize(("name", "library"), [
+    ("npver-16.log", "numpy"),  # pandas refuses an old NumPy: NumPy is what to change
+    ("npver-48.log", "torch"),  # accelerate refuses an old torch for tensor parallelism
+])
+def test_a_version_check_blames_the_library_to_change_not_the_one_that_checks(name: str, library: str) -> None:
+    assert _causes(name)[0].library == library
+
+
+def test_accelerates_deepspeed_check_blames_deepspeed(tmp_path: Path) -> None:
+    log = tmp_path / "tp.log"  # accelerate v1.14.0 accelerator.py: DeepSpeed's autotp_size > 1 on an old DeepSpeed
+    log.write_text("ImportError: Deepspeed TP requires deepspeed >= 0.16.4, Please update DeepSpeed via "
+                   "`pip install deepspeed -U`.\n", encoding="utf-8")
+    causes = diagnose(Request(logs=(str(log),), system=False)).causes
+    assert (causes[0].cause, causes[0].library) == ("version_conflict", "deepspeed")
