@@ -56,3 +56,16 @@ def test_accelerates_deepspeed_check_blames_deepspeed(tmp_path: Path) -> None:
                    "`pip install deepspeed -U`.\n", encoding="utf-8")
     causes = diagnose(Request(logs=(str(log),), system=False)).causes
     assert (causes[0].cause, causes[0].library) == ("version_conflict", "deepspeed")
+
+
+def test_a_crash_after_the_training_loop_finished_says_so_and_what_to_check() -> None:
+    crash = _causes("crash-after-training-01.log")[0]  # transformers' end-of-training lines, then libstdc++'s abort
+    assert crash.cause == "segfault_other"
+    assert "training loop had finished before the crash (line 5" in crash.explanation
+    assert crash.fixes[0].commands == ("envcheck ckpt verify <output_dir>",)
+
+
+@pytest.mark.parametrize("case", [c for c in FAILING if c["cause"] == "segfault_other"
+                                  and c["file"] != "crash-after-training-01.log"], ids=lambda c: c["file"])
+def test_a_crash_without_the_end_of_training_before_it_says_nothing_of_it(case: dict) -> None:
+    assert "training loop had finished" not in _causes(case["file"])[0].explanation

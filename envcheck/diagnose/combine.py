@@ -16,6 +16,7 @@ from envcheck.checks.model import Finding
 from envcheck.diagnose.exitcodes import PRIORS, ExitInfo
 from envcheck.diagnose.kernel import KernelEvents
 from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanResult
+from envcheck.diagnose.structure.finished import FINISHED
 from envcheck.diagnose.structure.installer import BUILT
 from envcheck.diagnose.structure.model import Event
 from envcheck.diagnose.structure.no_cuda import GPU_BUILD, WEAK
@@ -129,6 +130,8 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
     crash = drafts.get("segfault_other")
     if crash is not None and crash.confidence() <= WEAK_CRASH and any(e.kind == INTERRUPTED for e in events):
         del drafts["segfault_other"]  # threads aborting at the exit of a run the user stopped: no crash to hunt
+    if crash is not None and "segfault_other" in drafts:
+        _after_training(crash, [e for e in events if e.kind == FINISHED])
     _link_findings(drafts, findings)
     for cause in BUILD_CAUSES:  # nvcc or the CUDA check stopped a build: the package pip was building is to blame
         if cause in drafts and drafts[cause].library is None and hints:
@@ -142,6 +145,20 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
                           first.evidence + tuple(e for e in context[:3] if e not in first.evidence), first.fixes,
                           first.signatures, first.findings, first.library)
     return tuple(causes)
+
+
+def _after_training(crash: _Draft, finished: list[Event]) -> None:
+    """A crash after the training loop said it finished: say so, and what to check of the run's outputs."""
+    before = [e for e in finished if e.line < crash.first]
+    if not before:
+        return
+    crash.notes.append(f"the training loop had finished before the crash (line {before[0].line}: "
+                       f"{before[0].text.strip()[:80]!r}): the crash is in the run's teardown or its last save")
+    crash.fixes.insert(0, Fix(
+        "The run's training had finished: check that its final model and checkpoint were written whole (their "
+        "files and sizes; envcheck ckpt verify <dir>). A crash at exit is often a thread or a CUDA/NCCL object "
+        "destroyed after the interpreter: end a distributed script with torch.distributed.destroy_process_group().",
+        ("envcheck ckpt verify <output_dir>",)))
 
 
 def _structure_evidence(events: tuple[Event, ...], draft, drafts: dict[str, _Draft],  # type: ignore[no-untyped-def]
