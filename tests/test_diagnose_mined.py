@@ -69,3 +69,10 @@ def test_a_crash_after_the_training_loop_finished_says_so_and_what_to_check() ->
                                   and c["file"] != "crash-after-training-01.log"], ids=lambda c: c["file"])
 def test_a_crash_without_the_end_of_training_before_it_says_nothing_of_it(case: dict) -> None:
     assert "training loop had finished" not in _causes(case["file"])[0].explanation
+
+
+def test_an_install_log_beside_a_failing_run_names_no_build_failure() -> None:
+    # pip -q's install of DeepSpeed, and torchrun's failure in the training log beside it
+    logs = (str(MINED / "review-revD-12.log"), str(MINED / "review-revD-13.log"))
+    causes = diagnose(Request(logs=logs, system=False)).causes
+    assert "deepspeed_build_failure" not in [c.cause for c in causes]

@@ -322,7 +322,7 @@ def _held(data: bytes, start: int, end: int, line: bytes, inline: tuple[bytes, .
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
     """Scan every log in turn; line numbers are per file."""
     tally, names, total_bytes, total_lines = _Tally(), [], 0, 0
-    firsts, lasts = [], []
+    firsts, lasts, ends = [], [], []
     for log in logs:
         names.append(log.name)
         scanner = _Scanner(matcher, log.name, tally)
@@ -354,6 +354,7 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
             scanner.block(_plain(carry) + b"\n", complete=True)
         scanner.finish()
         total_lines += scanner.line - 1
+        ends.append((log.name, scanner.line - 1))
         scanner.pids(scanner.recent)
         first, last = scanner.stamps.bounds()
         firsts += [first] if first else []
@@ -365,4 +366,4 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
     excerpt = sorted((*tally.excerpt, *tally.excerpt_tail), key=lambda line: (order.get(line.file, 0), line.number))
     return ScanResult(tuple(names), total_bytes, total_lines, by_signature, tuple(tally.exceptions),
                       min(firsts) if firsts else None, max(lasts) if lasts else None, frozenset(tally.pids),
-                      tuple(excerpt), (*tally.blocks, *tally.blocks_tail))
+                      tuple(excerpt), (*tally.blocks, *tally.blocks_tail), tuple(ends))

@@ -19,8 +19,10 @@ ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faul
 WITH_NEXT: tuple[bytes, ...] = (*installer.WITH_NEXT, *faulthandler.WITH_NEXT)
 
 
-def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[list[Event], list[Traceback]]:
-    """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix."""
+def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]],
+            ends: dict[str, int] | None = None) -> tuple[list[Event], list[Traceback]]:
+    """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix; ENDS: each
+    file's last line number (unknown: readers that need a log's end read nothing)."""
     read = [(block, prefix, tracebacks.parse(block, prefix)) for block, prefix in blocks]
     parsed = [tb for _, _, tb in read if tb is not None]
     found: list[Event] = cut.events([(block, prefix) for block, prefix, tb in read if tb is None], lines)
@@ -29,7 +31,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]]) -> tuple[li
     found += tracebacks.events(parsed + tracebacks.loose(lines, parsed))
     # a fallback: where another reader found the build's failure, that reader says why and what to do
     built = {e.file for e in found if e.cause == "deepspeed_build_failure"}
-    found += [e for e in unfinished.events(lines, parsed) if e.file not in built]
+    found += [e for e in unfinished.events(lines, parsed, ends or {}) if e.file not in built]
     found += tracebacks.interrupted(lines + [line for block, _ in blocks for line in block])
     found.sort(key=lambda e: (e.file, e.line))
     return found, parsed

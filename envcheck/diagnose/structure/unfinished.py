@@ -15,7 +15,8 @@ ANCHORS = (b"Building extension module ", b"building 'deepspeed.", b"op_builder"
            b"deepspeed/ops/csrc", b"deepspeed\\ops\\csrc", b"Emitting ninja build file ",
            b"Loading extension module ", b"No modifications detected for re-loaded extension", b"Time to load ",
            b"Successfully installed ", b"Successfully built ", b"Finished processing dependencies for ",
-           b"***** Running training *****")
+           b"***** Running training *****", b"Installed ", b" + deepspeed==", b" DONE ", b"build time = ",
+           b"Requirement already satisfied: ", b"Basic Optimizer = ", b"Using cache", b"[YES]", b"import deepspeed")
 CONFIDENCE = 0.3
 # What a DeepSpeed op build prints while it runs:
 # - torch.utils.cpp_extension's JIT build (_jit_compile, _write_ninja_file_and_build_library): "Emitting ninja build
@@ -29,35 +30,59 @@ _ACTIVITY = re.compile(r"Building extension module (?P<op>\w+)|Emitting ninja bu
                        r"[/\\]build\.ninja|-DTORCH_EXTENSION_NAME=(?P<ext>\w+)|building 'deepspeed\.ops\."
                        r"|deepspeed[/\\]ops[/\\]csrc[/\\]|op_builder[/\\]builder\.py\", line \d+, in "
                        r"(?:builder|load|jit_load)\b|\bDS_BUILD_\w+=1\b.*(?:setup\.py|pip3? install)")
-# What says the build ended (cpp_extension loads the module it built, or found it built; DeepSpeed times the load;
-# pip and setuptools report the install) or that the run went on past it (the Trainer's banner). Not the Trainer's
-# loss lines: as anchors they would make every line of a dense training log a candidate.
+# What says the build ended, or that nothing was to build: cpp_extension loads the module it built, or found it
+# built; DeepSpeed times the load, names the optimizer it set up (runtime/engine.py "DeepSpeed Basic Optimizer = ")
+# and its setup.py its build time ("deepspeed build time = N secs"); ds_report's [YES] for a pre-built op; pip's and
+# uv's reports of an install that finished (of any package: the command ended) or had nothing to do; Docker's cached
+# or finished build step (legacy "---> Using cache", BuildKit "#8 DONE 1432.1s"); deepspeed imported afterwards; the
+# Trainer's banner. Not the Trainer's loss lines: as anchors they would make every line of a dense training log a
+# candidate. pip echoes the package's name as the user spelt it (DeepSpeed): case does not matter.
 _DONE = re.compile(r"Loading extension module \w+|No modifications detected for re-loaded extension module"
-                   r"|Time to load \w+ op|Successfully (?:installed|built) .*\bdeepspeed|Finished processing "
-                   r"dependencies for deepspeed|\*\*\*\*\* Running training \*\*\*\*\*")
+                   r"|Time to load \w+ op|Basic Optimizer = |deepspeed build time = |\.{2,} \[YES\]"
+                   r"|Successfully (?:installed|built) |Finished processing dependencies for deepspeed"
+                   r"|^\W*Installed \d+ packages? in |^\W*\+ deepspeed==|Requirement already satisfied: deepspeed"
+                   r"|---> Using cache|#\d+ DONE \d|\bimport deepspeed\b|\*\*\*\*\* Running training \*\*\*\*\*",
+                   re.I)
+# the paste must end near the build's last line: a log that goes on for pages after it (training, other output the
+# readers do not keep) went past the build
+NEAR_END = 30
 # an error of any kind (a compiler's "error:", ninja's "FAILED:", a "fatal", an exception's "...Error")
 _ERROR = re.compile(r"error|FAILED|fatal", re.I)
+_COMMAND = re.compile(r"\bDS_BUILD_\w+=1\b")
+_QUIET = re.compile(r"\s(?:-q+|--quiet)\b")
+# setuptools packing the sources into a wheel or an install ("adding 'deepspeed/ops/csrc/...'", "copying ..."): no
+# compiler runs
+_PACKAGING = re.compile(r"\W*(?:adding|copying) '?\S")
 # torch extensions that are no DeepSpeed op (other projects' JIT builds) name no DeepSpeed build
 _DS_WORD = re.compile(r"deepspeed|op_builder|DS_BUILD_", re.I)
 
 
-def events(lines: list[Line], parsed: list[Traceback]) -> list[Event]:
-    """LINES: the excerpt's candidate lines in log order; PARSED: its tracebacks with an exception line."""
+def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> list[Event]:
+    """LINES: the excerpt's candidate lines in log order; PARSED: its tracebacks with an exception line; ENDS: each
+    file's last line number."""
     found = []
     for file in dict.fromkeys(line.file for line in lines):
         mine = [line for line in lines if line.file == file]
-        if not any(_DS_WORD.search(line.text) for line in mine):
+        if file not in ends or not any(_DS_WORD.search(line.text) for line in mine):
             continue
         activity = [(line, match) for line, match in ((x, _ACTIVITY.search(x.text)) for x in mine) if match]
-        activity = [(line, match) for line, match in activity if _ours(match)]
+        activity = [(line, match) for line, match in activity if _ours(match) and not _PACKAGING.match(line.text)]
         if not activity:
             continue
         last, match = activity[-1]
+        if last.number < ends[file] - NEAR_END:
+            continue
+        # a command alone starts a build: its output must follow (pip -q prints none when the build works)
+        if _COMMAND.search(last.text) and (last.number == ends[file] or _QUIET.search(last.text)):
+            continue
         # a line that says the build ended, an error line (the build's own: other readers name it), or an exception
         # raised after it: the build ended, or the run went on and failed otherwise
         if any(line.number > last.number and (_DONE.search(line.text) or _ERROR.search(line.text)) for line in mine):
             continue
         if any(tb.file == file and tb.line > last.number for tb in parsed):
+            continue
+        # another log given with this one that shows an error: the failure is there, whatever this one shows
+        if any(tb.file != file for tb in parsed) or any(x.file != file and _ERROR.search(x.text) for x in lines):
             continue
         op = _op(match) or next((o for o in (_op(m) for _, m in reversed(activity)) if o), "")
         found.append(Event(
