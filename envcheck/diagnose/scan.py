@@ -46,6 +46,10 @@ EXCERPT = 4000  # structure lines kept: the first EXCERPT and the last EXCERPT /
 BLOCKS = 200  # traceback blocks kept: the first BLOCKS and the last BLOCKS // 4
 BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
 BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
+# A paste cut at its start inside a traceback: a frame (CPython prints '  File "<path>", line N, in <name>', two
+# spaces under the header, after a rank's or a tool's prefix) among the log's first lines, before any header.
+HEADLESS_LINES = 50
+_HEADLESS_FRAME = re.compile(rb'^(?P<prefix>[^\n]{0,40}?)  File "[^"\n]+", line \d+, in ', re.M)
 
 Progress = Callable[[str, int, "int | None"], None]
 
@@ -140,6 +144,7 @@ class _Scanner:
                 head = max(head, lo)
                 self._match(data, lo, head, self.line, m.prefilter(sample), m.fast, dense=False)
                 self.head_lines = data.count(b"\n", lo, head)
+            self._headless(data, lo, hi)
         lines = data.count(b"\n", lo, hi) if complete else 0
         if complete:
             self.stamps.tail(data[max(lo, hi - STAMP_WINDOW):hi])
@@ -270,14 +275,28 @@ class _Scanner:
                 return
             self.tally.pids.add(int(a or b))
 
-    def _traceback(self, data: bytes, start: int, end: int, line: int, hi: int | None = None) -> None:
+    def _headless(self, data: bytes, lo: int, hi: int) -> None:
+        """A paste that starts inside a traceback (its header cut off): frames within the log's first HEADLESS_LINES
+        lines, before any header, are read as a traceback whose header is its first frame."""
+        limit = _nth_line_end(data, lo, hi, HEADLESS_LINES)
+        header = data.find(TRACEBACK, lo, limit)
+        first = _HEADLESS_FRAME.search(data, lo, header if header >= 0 else limit)
+        if first is None:
+            return
+        start = first.start()
+        end = data.find(b"\n", start, hi)
+        self._traceback(data, start, hi if end < 0 else end, self.line + data.count(b"\n", lo, start), hi,
+                        first.group("prefix"))
+
+    def _traceback(self, data: bytes, start: int, end: int, line: int, hi: int | None = None,
+                   frame_prefix: bytes | None = None) -> None:
         """Keep this traceback's block (header, frames, the exception line and BLOCK_TAIL lines after it) and its
         exception line: the next line, under the header's prefix, that is not indented (torchrun prefixes every
         line of a rank with '[rankN]: '). A new header under the same prefix ends the search, so a log of
         tracebacks is read in linear time (each line belongs to one traceback of its prefix)."""
         hi = len(data) if hi is None else hi
         header = data[start:end]
-        prefix = header[:header.find(TRACEBACK)]
+        prefix = header[:header.find(TRACEBACK)] if frame_prefix is None else frame_prefix  # a frame as its header
         if prefix.endswith((b"^C", b"^\\")):  # the terminal's echo of Ctrl-C (Ctrl-\) before Python's traceback
             prefix = prefix[:-2]
         kept = [Line(self.name, line, _text(header))]
@@ -307,6 +326,16 @@ class _Scanner:
                     self.tally.exception(self.name, line + offset, candidate)
                     exception_at = offset
         self.tally.block(kept, len(prefix.decode("utf-8", errors="replace")))
+
+
+def _nth_line_end(data: bytes, lo: int, hi: int, n: int) -> int:
+    """Where the Nth line of DATA[LO:HI] ends (HI when it has fewer lines)."""
+    pos = lo - 1
+    for _ in range(n):
+        pos = data.find(b"\n", pos + 1, hi)
+        if pos < 0:
+            return hi
+    return pos
 
 
 def _held(data: bytes, start: int, end: int, line: bytes, inline: tuple[bytes, ...],

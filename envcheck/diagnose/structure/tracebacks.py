@@ -43,7 +43,8 @@ def parse(block: list[Line], prefix_len: int = 0) -> Traceback | None:
     paths: list[str] = []
     code: list[str] = []
     funcs: list[str] = []
-    for i, line in enumerate(block[1:], 1):
+    first = 1 if HEADER in block[0].text else 0  # a block whose header was cut off starts at its first frame
+    for i, line in enumerate(block[first:], first):
         body = line.text[prefix_len:]
         frame = _FRAME.match(body)
         if frame:
