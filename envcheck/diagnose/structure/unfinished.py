@@ -15,7 +15,7 @@ ANCHORS = (b"Building extension module ", b"building 'deepspeed.", b"op_builder"
            b"deepspeed/ops/csrc", b"deepspeed\\ops\\csrc", b"Emitting ninja build file ",
            b"Loading extension module ", b"No modifications detected for re-loaded extension", b"Time to load ",
            b"Successfully installed ", b"Successfully built ", b"Finished processing dependencies for ",
-           b"***** Running training *****", b"Installed ", b" + deepspeed==", b" DONE ", b"build time = ",
+           b"Installed ", b" + deepspeed==", b" DONE ", b"build time = ",
            b"Requirement already satisfied: ", b"Basic Optimizer = ", b"Using cache", b"[YES]", b"import deepspeed")
 CONFIDENCE = 0.3
 # What a DeepSpeed op build prints while it runs:
@@ -34,14 +34,14 @@ _ACTIVITY = re.compile(r"Building extension module (?P<op>\w+)|Emitting ninja bu
 # built; DeepSpeed times the load, names the optimizer it set up (runtime/engine.py "DeepSpeed Basic Optimizer = ")
 # and its setup.py its build time ("deepspeed build time = N secs"); ds_report's [YES] for a pre-built op; pip's and
 # uv's reports of an install that finished (of any package: the command ended) or had nothing to do; Docker's cached
-# or finished build step (legacy "---> Using cache", BuildKit "#8 DONE 1432.1s"); deepspeed imported afterwards; the
-# Trainer's banner. Not the Trainer's loss lines: as anchors they would make every line of a dense training log a
-# candidate. pip echoes the package's name as the user spelt it (DeepSpeed): case does not matter.
+# or finished build step (legacy "---> Using cache", BuildKit "#8 DONE 1432.1s"); deepspeed imported afterwards. Not
+# the Trainer's banner or loss lines: as anchors they would make every line of a dense training log a candidate (a
+# run that went on past the build is one whose log goes on past NEAR_END lines). pip echoes the package's name as the user spelt it (DeepSpeed): case does not matter.
 _DONE = re.compile(r"Loading extension module \w+|No modifications detected for re-loaded extension module"
                    r"|Time to load \w+ op|Basic Optimizer = |deepspeed build time = |\.{2,} \[YES\]"
                    r"|Successfully (?:installed|built) |Finished processing dependencies for deepspeed"
                    r"|^\W*Installed \d+ packages? in |^\W*\+ deepspeed==|Requirement already satisfied: deepspeed"
-                   r"|---> Using cache|#\d+ DONE \d|\bimport deepspeed\b|\*\*\*\*\* Running training \*\*\*\*\*",
+                   r"|---> Using cache|#\d+ DONE \d|\bimport deepspeed\b",
                    re.I)
 # the paste must end near the build's last line: a log that goes on for pages after it (training, other output the
 # readers do not keep) went past the build

@@ -1,0 +1,54 @@
+"""The diagnose benchmarks' own logic: the accuracy benchmark's 95 % interval (benchmarks/diagnose_accuracy.py, the
+Wilson score interval, checked against its closed forms at the ends, 0 of n: [0, z^2 / (n + z^2)], and its
+symmetry), and the speed benchmark's dense training log, which no anchor may be in (benchmarks/bench_diagnose.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).parent.parent / "benchmarks" / "diagnose_accuracy.py"
+
+
+def _wilson():
+    spec = importlib.util.spec_from_file_location("diagnose_accuracy", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.wilson
+
+
+def test_none_right_of_ten_reaches_z_squared_over_n_plus_z_squared() -> None:
+    low, high = _wilson()(0, 10)
+    assert low == pytest.approx(0.0, abs=1e-3)
+    assert high == pytest.approx(1.96 ** 2 / (10 + 1.96 ** 2), abs=1e-3)  # 0.2775
+
+
+def test_the_interval_is_symmetric_and_holds_the_rate() -> None:
+    wilson = _wilson()
+    low, high = wilson(367, 430)
+    flipped = wilson(430 - 367, 430)
+    assert (low, high) == pytest.approx((1 - flipped[1], 1 - flipped[0]), abs=1e-3)
+    assert low < 367 / 430 < high and high - low < 0.07
+
+
+def test_no_logs_give_an_empty_interval() -> None:
+    assert _wilson()(0, 0) == (0.0, 0.0)
+
+
+def test_no_structure_anchor_is_in_every_line_of_a_dense_training_log(tmp_path: Path) -> None:
+    """The benchmark's trainer shape (dense loss and Trainer lines, benchmarks/bench_diagnose.py): an anchor found in
+    each of its lines makes each a candidate, and the scan falls from about 300 MB/s to 35 (a Trainer banner that was
+    an anchor did that once)."""
+    from envcheck.diagnose.structure.events import ANCHORS
+    spec = importlib.util.spec_from_file_location("bench_diagnose", SCRIPT.parent / "bench_diagnose.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = tmp_path / "trainer.log"
+    bench.make_shape(str(path), 1, "trainer")
+    lines = path.read_bytes().splitlines()[:2000]
+    hit = [a for a in ANCHORS if sum(a in line for line in lines) > len(lines) // 10]
+    assert hit == []
