@@ -17,6 +17,16 @@ _MISSING = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*): cannot open shared ob
 _VERSION_NEEDED = re.compile(r"version .?(?:GLIBCXX|CXXABI|GLIBC)_[\d.]+. not found \(required by (?P<lib>[^)\s]+)\)")
 
 
+# GitHub turns a pasted file name that looks like a host name into a link, and copying the rendered page keeps it
+# in Markdown: "[flash_attn_2_cuda.cpython-39-x86_64-linux-gnu.so](http://flash_attn_2_cuda.cpython-39-....so/)".
+_AUTOLINK = re.compile(r"\[(?P<text>[^\]\s]+)\]\(https?://(?P=text)/?\)")
+
+
+def unlinked(text: str) -> str:
+    """TEXT with GitHub's autolinks of file names put back as the file names."""
+    return _AUTOLINK.sub(r"\g<text>", text) if "](http" in text else text
+
+
 @functools.lru_cache(maxsize=64)
 def demangle(symbol: str) -> str | None:
     """C++ symbol as source code spells it, through c++filt when it is installed; None otherwise."""
@@ -29,6 +39,7 @@ def demangle(symbol: str) -> str | None:
 
 def describe_line(text: str) -> str | None:
     """'flash_attn_2_cuda.so needs c10::cuda::... which the loaded libraries do not define', or None."""
+    text = unlinked(text)
     found = _UNDEFINED.search(text)
     if found:
         symbol = found.group("sym")
@@ -67,6 +78,7 @@ def so_name(path: str) -> str:
 def library_of(text: str) -> str:
     """The library a loader/linker/import line names: flash_attn_2_cuda (an extension's .so), libcudnn (a missing
     .so.N), libcurand (ld's -lcurand), the missing module; "" when it names none."""
+    text = unlinked(text)
     for regex in (_UNDEFINED, _MISSING, _VERSION_NEEDED):
         found = regex.search(text)
         if found:
