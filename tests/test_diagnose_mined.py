@@ -76,3 +76,17 @@ def test_an_install_log_beside_a_failing_run_names_no_build_failure() -> None:
     logs = (str(MINED / "review-revD-12.log"), str(MINED / "review-revD-13.log"))
     causes = diagnose(Request(logs=logs, system=False)).causes
     assert "deepspeed_build_failure" not in [c.cause for c in causes]
+
+
+def test_a_dockerfile_after_an_oom_adds_no_build_failure() -> None:
+    # a CUDA OOM traceback, then the Dockerfile the user builds with: 'RUN DS_BUILD_... pip install' is its text
+    assert [c.cause for c in _causes("review-revE-04.log")] == ["gpu_oom"]
+
+
+def test_a_logged_stack_is_no_headless_traceback_and_keeps_the_kernels_oom_kill() -> None:
+    # logging's stack_info ('Stack (most recent call last):' and frames), apex's 'Warning:' line after it, then the
+    # shell's Killed; the kernel log has the OOM kill of the run
+    result = diagnose(Request(logs=(str(MINED / "review-revE-08.log"),), system=False,
+                              kernel_log=str(MINED / "review-revE-08.kern")))
+    assert result.first_exception is None
+    assert result.causes[0].cause == "host_oom" and any(e.source == "kernel" for e in result.causes[0].evidence)

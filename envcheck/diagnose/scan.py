@@ -49,6 +49,9 @@ BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapp
 # A paste cut at its start inside a traceback: a frame (CPython prints '  File "<path>", line N, in <name>', two
 # spaces under the header, after a rank's or a tool's prefix) among the log's first lines, before any header.
 HEADLESS_LINES = 50
+# Frames under a header that is not a traceback's: logging's stack_info ("Stack (most recent call last):"),
+# faulthandler's "(most recent call first)", torch's "CUDA call was originally invoked at:".
+_OTHER_STACK = re.compile(rb"\(most recent call (?:last|first)\):?$|invoked at:$")
 _HEADLESS_FRAME = re.compile(rb'^(?P<prefix>[^\n]{0,40}?)  File "[^"\n]+", line \d+, in ', re.M)
 
 Progress = Callable[[str, int, "int | None"], None]
@@ -284,6 +287,9 @@ class _Scanner:
         if first is None:
             return
         start = first.start()
+        before = data[max(lo, data.rfind(b"\n", lo, max(lo, start - 1)) + 1):start].strip()
+        if _OTHER_STACK.search(before):  # a stack another header introduced: no exception follows it
+            return
         end = data.find(b"\n", start, hi)
         self._traceback(data, start, hi if end < 0 else end, self.line + data.count(b"\n", lo, start), hi,
                         first.group("prefix"))
@@ -383,7 +389,8 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
             scanner.block(_plain(carry) + b"\n", complete=True)
         scanner.finish()
         total_lines += scanner.line - 1
-        ends.append((log.name, scanner.line - 1))
+        tail = scanner.recent[len(scanner.recent.rstrip()):]  # trailing blank lines are no part of what was printed
+        ends.append((log.name, max(0, scanner.line - 1 - max(0, tail.count(b"\n") - 1))))
         scanner.pids(scanner.recent)
         first, last = scanner.stamps.bounds()
         firsts += [first] if first else []

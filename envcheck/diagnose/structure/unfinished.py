@@ -28,8 +28,14 @@ CONFIDENCE = 0.3
 #   op_builder/builder.py's builder(), load() and jit_load() in a traceback the paste cut.
 _ACTIVITY = re.compile(r"Building extension module (?P<op>\w+)|Emitting ninja build file \S*?[/\\](?P<dir>\w+)"
                        r"[/\\]build\.ninja|-DTORCH_EXTENSION_NAME=(?P<ext>\w+)|building 'deepspeed\.ops\."
-                       r"|deepspeed[/\\]ops[/\\]csrc[/\\]|op_builder[/\\]builder\.py\", line \d+, in "
-                       r"(?:builder|load|jit_load)\b|\bDS_BUILD_\w+=1\b.*(?:setup\.py|pip3? install)")
+                       r"|(?P<src>deepspeed[/\\]ops[/\\]csrc[/\\])|op_builder[/\\]builder\.py\", line \d+, in "
+                       r"(?:builder|load|jit_load)\b|(?P<cmd>\bDS_BUILD_\w+=1\b.*(?:setup\.py|pip3? install))")
+# a source path counts only on a compiler's command line or in its diagnostics (not in a listing of files)
+_COMPILER = re.compile(r"\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|clang\+*|cl\.exe)\s|^\W*\[\d+/\d+\] |: (?:warning|error|note): "
+                       r"|\(\d+\): (?:warning|error|note)|In file included from ")
+# a Dockerfile's text ("RUN DS_BUILD_OPS=1 pip install ...") says what a build would run, not that it ran: Docker's
+# own output prefixes its steps ("#8 [5/7] RUN", "Step 5/7 : RUN", " > [stage 2/2] RUN")
+_DOCKERFILE = re.compile(r"^\s*RUN\s")
 # What says the build ended, or that nothing was to build: cpp_extension loads the module it built, or found it
 # built; DeepSpeed times the load, names the optimizer it set up (runtime/engine.py "DeepSpeed Basic Optimizer = ")
 # and its setup.py its build time ("deepspeed build time = N secs"); ds_report's [YES] for a pre-built op; pip's and
@@ -48,7 +54,6 @@ _DONE = re.compile(r"Loading extension module \w+|No modifications detected for 
 NEAR_END = 30
 # an error of any kind (a compiler's "error:", ninja's "FAILED:", a "fatal", an exception's "...Error")
 _ERROR = re.compile(r"error|FAILED|fatal", re.I)
-_COMMAND = re.compile(r"\bDS_BUILD_\w+=1\b")
 _QUIET = re.compile(r"\s(?:-q+|--quiet)\b")
 # setuptools packing the sources into a wheel or an install ("adding 'deepspeed/ops/csrc/...'", "copying ..."): no
 # compiler runs
@@ -66,20 +71,25 @@ def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> 
         if file not in ends or not any(_DS_WORD.search(line.text) for line in mine):
             continue
         activity = [(line, match) for line, match in ((x, _ACTIVITY.search(x.text)) for x in mine) if match]
-        activity = [(line, match) for line, match in activity if _ours(match) and not _PACKAGING.match(line.text)]
+        activity = [(line, match) for line, match in activity if _ours(match) and not _PACKAGING.match(line.text)
+                    and not (match.group("src") and not _COMPILER.search(line.text))
+                    and not (match.group("cmd") and _DOCKERFILE.match(line.text))]
         if not activity:
             continue
         last, match = activity[-1]
         if last.number < ends[file] - NEAR_END:
             continue
-        # a command alone starts a build: its output must follow (pip -q prints none when the build works)
-        if _COMMAND.search(last.text) and (last.number == ends[file] or _QUIET.search(last.text)):
+        # a command alone starts a build: its output must follow (pip -q prints none when the build works); ENDS
+        # leaves out trailing blank lines
+        if match.group("cmd") and (last.number >= ends[file] or _QUIET.search(last.text)):
             continue
-        # a line that says the build ended, an error line (the build's own: other readers name it), or an exception
-        # raised after it: the build ended, or the run went on and failed otherwise
-        if any(line.number > last.number and (_DONE.search(line.text) or _ERROR.search(line.text)) for line in mine):
+        # a line that says a build ended or an op loaded (before it too: the run had built its ops, and a build's
+        # command after that is text, a README's steps), an error line after it (the build's own: other readers name
+        # it), or an exception anywhere in the log: the build ended, or the run failed otherwise
+        if any(_DONE.search(line.text) for line in mine) or any(
+                line.number > last.number and _ERROR.search(line.text) for line in mine):
             continue
-        if any(tb.file == file and tb.line > last.number for tb in parsed):
+        if any(tb.file == file for tb in parsed):
             continue
         # another log given with this one that shows an error: the failure is there, whatever this one shows
         if any(tb.file != file for tb in parsed) or any(x.file != file and _ERROR.search(x.text) for x in lines):
