@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from envcheck.diagnose.structure.build import op_name
+from envcheck.diagnose.structure.build import GENERIC_OPS, op_name
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
@@ -68,9 +68,13 @@ def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> 
     found = []
     for file in dict.fromkeys(line.file for line in lines):
         mine = [line for line in lines if line.file == file]
-        if file not in ends or not any(_DS_WORD.search(line.text) for line in mine):
+        if file not in ends:
             continue
         activity = [(line, match) for line, match in ((x, _ACTIVITY.search(x.text)) for x in mine) if match]
+        # DeepSpeed's name in the log, or an op only DeepSpeed builds under that name (cpu_adam, not utils)
+        if not any(_DS_WORD.search(line.text) for line in mine) and not any(
+                _op(match) and _op(match) not in GENERIC_OPS for _, match in activity):
+            continue
         activity = [(line, match) for line, match in activity if _ours(match) and not _PACKAGING.match(line.text)
                     and not (match.group("src") and not _COMPILER.search(line.text))
                     and not (match.group("cmd") and _DOCKERFILE.match(line.text))]
