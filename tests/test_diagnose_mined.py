@@ -90,8 +90,3 @@ def test_a_logged_stack_is_no_headless_traceback_and_keeps_the_kernels_oom_kill(
                               kernel_log=str(MINED / "review-revE-08.kern")))
     assert result.first_exception is None
     assert result.causes[0].cause == "host_oom" and any(e.source == "kernel" for e in result.causes[0].evidence)
-
-
-def test_a_packages_subclass_passing_its_base_an_unknown_keyword_blames_that_package() -> None:
-    cause = _causes("npver-base-keyword-01.log")[0]
-    assert (cause.cause, cause.library) == ("version_conflict", "trl") and "processing_class" in cause.title

@@ -169,41 +169,10 @@ _MIN_VERSION = re.compile(r"(?:requires a source install from (?:HuggingFace )?(
                           r"version of)[^\n]*but the version found is")
 
 
-# A library's subclass that passes its base class a keyword the base does not take: trl's GRPOTrainer calling
-# transformers' Trainer.__init__(processing_class=...) on a transformers from before the keyword. CPython raises the
-# TypeError at the call, so the innermost frame is the subclass's super().__init__( line: in an installed package,
-# the two packages' releases do not match (in the user's own file it is the user's code).
-_BASE_KEYWORD = re.compile(r"^(?P<callee>[\w.]+)\.__init__\(\) got an unexpected keyword argument '(?P<kw>\w+)'")
-
-
-def _base_keyword(tb: Traceback) -> Event | None:
-    found = _BASE_KEYWORD.match(tb.message) if tb.type.endswith("TypeError") else None
-    code = [line for line in tb.code if line.strip("^~ ")]
-    if found is None or not tb.paths or not code or not code[-1].startswith("super("):
-        return None
-    package = package_of(tb.paths[-1])
-    if not package:
-        return None
-    return _event(tb, "base_keyword", "version_conflict", 0.6,
-                  f"{package} passes {found.group('callee')} a keyword it does not take ({found.group('kw')})",
-                  f"A class of {package} calls its base class {found.group('callee')} with the keyword "
-                  f"'{found.group('kw')}', which the installed release of the base's package does not have: the two "
-                  "packages' releases do not match (the base's package is older or newer than the one it was "
-                  "written for).",
-                  f"Install the release of the package defining {found.group('callee')} that this {package} release "
-                  f"requires (pip show {package} lists its requirements; pip check names a conflict), or the "
-                  f"{package} release written for the installed one.",
-                  "CPython binds a call's keywords before entering it (TypeError at the caller: the subclass's "
-                  "super().__init__ line)", package)
-
-
 def events(tracebacks: list[Traceback]) -> list[Event]:
     found = []
     for tb in tracebacks:
         message, top = tb.message, tb.packages[-1] if tb.packages else ""
-        base = _base_keyword(tb)
-        if base is not None:
-            found.append(base)
         if _DS_OPT.search(message) and not any(_init_of_cpu_adam(other) for other in tracebacks if other is not tb):
             found.append(_event(tb, "ds_opt_adam", "deepspeed_build_failure", 0.7,
                                 "DeepSpeed's cpu_adam op was not built (the op build failed earlier)",
