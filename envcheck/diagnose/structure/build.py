@@ -85,7 +85,7 @@ _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 _DS_FILE = re.compile(r"csrc[/\\](?:" + "|".join((*_DS_FOLDERS, "cpu", "spatial", "includes", "xpu"))
                       + r")[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|cpp|cc|h|o)\b")
 # DeepSpeed op names that any project's files may have (utils.cpp, dc.o): never read from a file name.
-GENERIC_OPS = frozenset({"utils", "dc"})
+_GENERIC_OPS = frozenset({"utils", "dc"})
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
 # "1 error detected in the compilation of "csrc/.../gelu.cu"".
 _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit (?:code|status) -?\d+"
@@ -303,7 +303,7 @@ def _target_op(target: str) -> str:
 
 def _stem_op(stem: str) -> str:
     """The longest DeepSpeed op name a file stem is or starts (cpu_adam_impl -> cpu_adam), never a generic one."""
-    return max((op for op in DS_OPS - GENERIC_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
+    return max((op for op in DS_OPS - _GENERIC_OPS if stem == op or stem.startswith(op + "_")), key=len, default="")
 
 
 def _pip_package_before(lines: list[Line], step: Line) -> str:

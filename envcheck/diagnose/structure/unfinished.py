@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from envcheck.diagnose.structure.build import GENERIC_OPS, op_name
+from envcheck.diagnose.structure.build import op_name
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
@@ -16,7 +16,9 @@ ANCHORS = (b"Building extension module ", b"building 'deepspeed.", b"op_builder"
            b"Loading extension module ", b"No modifications detected for re-loaded extension", b"Time to load ",
            b"Successfully installed ", b"Successfully built ", b"Finished processing dependencies for ",
            b"Installed ", b" + deepspeed==", b" DONE ", b"build time = ",
-           b"Requirement already satisfied: ", b"Basic Optimizer = ", b"Using cache", b"[YES]", b"import deepspeed")
+           b"Requirement already satisfied: ", b"Basic Optimizer = ", b"Using cache", b"[YES]", b"import deepspeed",
+           # ninja's link step of a JIT build ("[3/3] c++ a.o b.cuda.o -shared -L... -o fused_adam.so")
+           b" -shared ")
 CONFIDENCE = 0.3
 # What a DeepSpeed op build prints while it runs:
 # - torch.utils.cpp_extension's JIT build (_jit_compile, _write_ninja_file_and_build_library): "Emitting ninja build
@@ -47,7 +49,9 @@ _DONE = re.compile(r"Loading extension module \w+|No modifications detected for 
                    r"|Time to load \w+ op|Basic Optimizer = |deepspeed build time = |\.{2,} \[YES\]"
                    r"|Successfully (?:installed|built) |Finished processing dependencies for deepspeed"
                    r"|^\W*Installed \d+ packages? in |^\W*\+ deepspeed==|Requirement already satisfied: deepspeed"
-                   r"|---> Using cache|#\d+ DONE \d|\bimport deepspeed\b",
+                   r"|---> Using cache|#\d+ DONE \d|\bimport deepspeed\b"
+                   # ninja (-v, as torch runs it) prints a step's line when the step ends: [N/N] is the last one done
+                   r"|^\W*\[(?P<steps>\d+)/(?P=steps)\] ",
                    re.I)
 # the paste must end near the build's last line: a log that goes on for pages after it (training, other output the
 # readers do not keep) went past the build
@@ -58,6 +62,13 @@ _QUIET = re.compile(r"\s(?:-q+|--quiet)\b")
 # setuptools packing the sources into a wheel or an install ("adding 'deepspeed/ops/csrc/...'", "copying ..."): no
 # compiler runs
 _PACKAGING = re.compile(r"\W*(?:adding|copying) '?\S")
+# Projects that build ops under DeepSpeed's names with copies of its op_builder (ColossalAI 0.2.x's NAME = "cpu_adam"
+# in ~/.cache/colossalai/torch_extensions, Tencent's PatrickStar)
+_NOT_DEEPSPEED = re.compile(r"colossalai|patrickstar", re.I)
+# DeepSpeed op names no other project's JIT build was found to use (a sixth review searched public code)
+OWN_OPS = frozenset({"random_ltd", "transformer_inference", "ragged_device_ops", "ragged_ops", "fp_quantizer",
+                     "evoformer_attn", "cpu_lion", "cpu_adagrad", "inference_core_ops", "spatial_inference",
+                     "stochastic_transformer", "fused_lion"})
 # torch extensions that are no DeepSpeed op (other projects' JIT builds) name no DeepSpeed build
 _DS_WORD = re.compile(r"deepspeed|op_builder|DS_BUILD_", re.I)
 
@@ -71,9 +82,12 @@ def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> 
         if file not in ends:
             continue
         activity = [(line, match) for line, match in ((x, _ACTIVITY.search(x.text)) for x in mine) if match]
-        # DeepSpeed's name in the log, or an op only DeepSpeed builds under that name (cpu_adam, not utils)
+        # DeepSpeed's name in the log, or an op no other project builds under that name (random_ltd; not cpu_adam,
+        # which ColossalAI 0.2 and PatrickStar's copies of DeepSpeed's op_builder build too, nor transformer)
+        if any(_NOT_DEEPSPEED.search(line.text) for line in mine):
+            continue
         if not any(_DS_WORD.search(line.text) for line in mine) and not any(
-                _op(match) and _op(match) not in GENERIC_OPS for _, match in activity):
+                _op(match) in OWN_OPS for _, match in activity):
             continue
         activity = [(line, match) for line, match in activity if _ours(match) and not _PACKAGING.match(line.text)
                     and not (match.group("src") and not _COMPILER.search(line.text))
