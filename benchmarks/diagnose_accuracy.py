@@ -138,7 +138,8 @@ def main() -> int:
     e, t = report["envcheck"], report["toy_reconstruction"]
     print(f"split {args.split}: {e['n']} logs")
     low, high = e["interval_95"]
-    print(f"envcheck diagnose top-1: {e['correct']}/{e['n']} = {e['accuracy']:.0%} (95 % interval {low:.0%}-{high:.0%})")
+    print(f"envcheck diagnose top-1: {e['correct']}/{e['n']} = {e['accuracy']:.0%} "
+          f"(95 % interval {low:.0%}-{high:.0%})")
     print(f"14-regex toy (our reconstruction): {t['correct']}/{t['n']} = {t['accuracy']:.0%}")
     print(f"library named right: {library[0]}/{library[1]}")
     print(f"\n{'cause':<24} {'support':>7} {'precision':>9} {'recall':>6}   (envcheck)")

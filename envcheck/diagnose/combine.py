@@ -147,13 +147,21 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
     return tuple(causes)
 
 
+# lines between the Trainer's end-of-training lines and a crash at the run's exit (the final save's lines, warnings)
+AFTER_TRAINING = 20
+
+
 def _after_training(crash: _Draft, finished: list[Event]) -> None:
-    """A crash after the training loop said it finished: say so, and what to check of the run's outputs."""
-    before = [e for e in finished if e.line < crash.first]
+    """A crash shortly after the training loop said it finished, in the same log: say so, and what to check of the
+    run's outputs. (An earlier run's end in another log, or many lines before, is another run.)"""
+    at = next(((e.file, e.line) for e in crash.evidence if e.source == "log" and e.line is not None), None)
+    if at is None:
+        return
+    before = [e for e in finished if e.file == at[0] and 0 < at[1] - e.line <= AFTER_TRAINING]
     if not before:
         return
-    crash.notes.append(f"the training loop had finished before the crash (line {before[0].line}: "
-                       f"{before[0].text.strip()[:80]!r}): the crash is in the run's teardown or its last save")
+    crash.notes.append(f"the training loop had finished before the crash (line {before[-1].line}: "
+                       f"{before[-1].text.strip()[:80]!r}): the crash is in the run's teardown or its last save")
     crash.fixes.insert(0, Fix(
         "The run's training had finished: check that its final model and checkpoint were written whole (their "
         "files and sizes; envcheck ckpt verify <dir>). A crash at exit is often a thread or a CUDA/NCCL object "

@@ -40,7 +40,7 @@ class ScanResult:
     pids: frozenset[int] = frozenset()  # process ids the logs name (launchers' reports, pid=N, Killed process N)
     excerpt: tuple[Any, ...] = ()  # structure.model.Line: the lines the structure layer reads, in log order
     blocks: tuple[Any, ...] = ()  # (list[Line], prefix length): the traceback blocks, in log order
-    ends: tuple[tuple[str, int], ...] = ()  # (file, its last line's number): where each log ends
+    ends: tuple[tuple[str, int], ...] = ()  # (file, the number of its last non-blank line): where each log ends
 
 
 @dataclass(frozen=True)

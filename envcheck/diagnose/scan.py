@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from envcheck.diagnose import headless
 from envcheck.diagnose.matcher import TRACEBACK, Matcher
 from envcheck.diagnose.model import Hit, ScanResult, SignatureHits
 from envcheck.diagnose.source import OpenedLog
@@ -46,13 +47,6 @@ EXCERPT = 4000  # structure lines kept: the first EXCERPT and the last EXCERPT /
 BLOCKS = 200  # traceback blocks kept: the first BLOCKS and the last BLOCKS // 4
 BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
 BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
-# A paste cut at its start inside a traceback: a frame (CPython prints '  File "<path>", line N, in <name>', two
-# spaces under the header, after a rank's or a tool's prefix) among the log's first lines, before any header.
-HEADLESS_LINES = 50
-# Frames under a header that is not a traceback's: logging's stack_info ("Stack (most recent call last):"),
-# faulthandler's "(most recent call first)", torch's "CUDA call was originally invoked at:".
-_OTHER_STACK = re.compile(rb"\(most recent call (?:last|first)\):?$|invoked at:$")
-_HEADLESS_FRAME = re.compile(rb'^(?P<prefix>[^\n]{0,40}?)  File "[^"\n]+", line \d+, in ', re.M)
 
 Progress = Callable[[str, int, "int | None"], None]
 
@@ -134,6 +128,8 @@ class _Scanner:
         head: int | None = None
         if not self.started:
             self.started = True
+            if data.startswith(b"\xef\xbb\xbf", lo):  # a UTF-8 byte-order mark (Windows editors) is no text
+                lo += 3
             sample = data[lo:lo + _SAMPLE]
             self.common = m.common(sample)
             keep = tuple(a for a in m.anchors if a not in self.common)
@@ -279,20 +275,11 @@ class _Scanner:
             self.tally.pids.add(int(a or b))
 
     def _headless(self, data: bytes, lo: int, hi: int) -> None:
-        """A paste that starts inside a traceback (its header cut off): frames within the log's first HEADLESS_LINES
-        lines, before any header, are read as a traceback whose header is its first frame."""
-        limit = _nth_line_end(data, lo, hi, HEADLESS_LINES)
-        header = data.find(TRACEBACK, lo, limit)
-        first = _HEADLESS_FRAME.search(data, lo, header if header >= 0 else limit)
-        if first is None:
-            return
-        start = first.start()
-        before = data[max(lo, data.rfind(b"\n", lo, max(lo, start - 1)) + 1):start].strip()
-        if _OTHER_STACK.search(before):  # a stack another header introduced: no exception follows it
-            return
-        end = data.find(b"\n", start, hi)
-        self._traceback(data, start, hi if end < 0 else end, self.line + data.count(b"\n", lo, start), hi,
-                        first.group("prefix"))
+        """A paste that starts inside a traceback (headless.py): read from its first frame."""
+        first = headless.first_frame(data, lo, hi)
+        if first is not None:
+            start, end, prefix = first
+            self._traceback(data, start, end, self.line + data.count(b"\n", lo, start), hi, prefix)
 
     def _traceback(self, data: bytes, start: int, end: int, line: int, hi: int | None = None,
                    frame_prefix: bytes | None = None) -> None:
@@ -324,6 +311,10 @@ class _Scanner:
                     break
                 kept.append(Line(self.name, line + offset, _text(candidate)))
                 continue
+            if frame_prefix is not None and body and body[:1] not in b" \t" and not headless.EXCEPTION.match(body):
+                if body.strip() in headless.ELIDED:
+                    continue
+                break  # frames without a header and without an exception after them: a printed stack
             if len(kept) > BLOCK_FRAMES:  # a deep stack: the header and the innermost frames are what tell
                 del kept[1]
             kept.append(Line(self.name, line + offset, _text(candidate)))
@@ -332,16 +323,6 @@ class _Scanner:
                     self.tally.exception(self.name, line + offset, candidate)
                     exception_at = offset
         self.tally.block(kept, len(prefix.decode("utf-8", errors="replace")))
-
-
-def _nth_line_end(data: bytes, lo: int, hi: int, n: int) -> int:
-    """Where the Nth line of DATA[LO:HI] ends (HI when it has fewer lines)."""
-    pos = lo - 1
-    for _ in range(n):
-        pos = data.find(b"\n", pos + 1, hi)
-        if pos < 0:
-            return hi
-    return pos
 
 
 def _held(data: bytes, start: int, end: int, line: bytes, inline: tuple[bytes, ...],
@@ -389,8 +370,12 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
             scanner.block(_plain(carry) + b"\n", complete=True)
         scanner.finish()
         total_lines += scanner.line - 1
-        tail = scanner.recent[len(scanner.recent.rstrip()):]  # trailing blank lines are no part of what was printed
-        ends.append((log.name, max(0, scanner.line - 1 - max(0, tail.count(b"\n") - 1))))
+        # trailing blank lines are no part of what was printed (a log of blank lines alone ends at 0; blank lines
+        # beyond the last RECENT bytes are not counted off)
+        text = scanner.recent.rstrip()
+        tail = scanner.recent[len(text):]
+        ends.append((log.name, 0 if not text and scanner.line - 1 <= tail.count(b"\n")
+                     else max(0, scanner.line - 1 - max(0, tail.count(b"\n") - 1))))
         scanner.pids(scanner.recent)
         first, last = scanner.stamps.bounds()
         firsts += [first] if first else []

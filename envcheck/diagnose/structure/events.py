@@ -22,7 +22,7 @@ WITH_NEXT: tuple[bytes, ...] = (*installer.WITH_NEXT, *faulthandler.WITH_NEXT)
 def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]],
             ends: dict[str, int] | None = None) -> tuple[list[Event], list[Traceback]]:
     """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix; ENDS: each
-    file's last line number (unknown: readers that need a log's end read nothing)."""
+    file's last non-blank line number (unknown: readers that need a log's end read nothing)."""
     read = [(block, prefix, tracebacks.parse(block, prefix)) for block, prefix in blocks]
     parsed = [tb for _, _, tb in read if tb is not None]
     found: list[Event] = cut.events([(block, prefix) for block, prefix, tb in read if tb is None], lines)

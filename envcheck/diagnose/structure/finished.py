@@ -17,7 +17,7 @@ _FINISHED = re.compile(r"Training completed\. Do not forget to share your model|
 
 
 def events(lines: list[Line]) -> list[Event]:
-    hit = next((line for line in lines if _FINISHED.search(line.text)), None)
+    """One hint per line that says the training loop finished (combine keeps the one just before a crash)."""
     return [Event(FINISHED, "", 0.0, "the training loop finished", "", "", hit.file, hit.number, hit.text,
                   "transformers trainer.py (_inner_training_loop), trainer_pt_utils.py (log_metrics)")
-            ] if hit is not None else []
+            for hit in lines if _FINISHED.search(hit.text)]

@@ -17,8 +17,9 @@ ANCHORS = (b"Building extension module ", b"building 'deepspeed.", b"op_builder"
            b"Successfully installed ", b"Successfully built ", b"Finished processing dependencies for ",
            b"Installed ", b" + deepspeed==", b" DONE ", b"build time = ",
            b"Requirement already satisfied: ", b"Basic Optimizer = ", b"Using cache", b"[YES]", b"import deepspeed",
-           # ninja's link step of a JIT build ("[3/3] c++ a.o b.cuda.o -shared -L... -o fused_adam.so")
-           b" -shared ")
+           # ninja's link step of a JIT build ("[3/3] c++ a.o b.cuda.o -shared -L... -o fused_adam.so"; on Windows
+           # '[3/3] "...\\link.exe" ... /DLL ... /out:fused_adam.pyd'), and ninja finding everything built
+           b" -shared ", b"link.exe", b"ninja: no work to do")
 CONFIDENCE = 0.3
 # What a DeepSpeed op build prints while it runs:
 # - torch.utils.cpp_extension's JIT build (_jit_compile, _write_ninja_file_and_build_library): "Emitting ninja build
@@ -33,8 +34,8 @@ _ACTIVITY = re.compile(r"Building extension module (?P<op>\w+)|Emitting ninja bu
                        r"|(?P<src>deepspeed[/\\]ops[/\\]csrc[/\\])|op_builder[/\\]builder\.py\", line \d+, in "
                        r"(?:builder|load|jit_load)\b|(?P<cmd>\bDS_BUILD_\w+=1\b.*(?:setup\.py|pip3? install))")
 # a source path counts only on a compiler's command line or in its diagnostics (not in a listing of files)
-_COMPILER = re.compile(r"\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|clang\+*|cl\.exe)\s|^\W*\[\d+/\d+\] |: (?:warning|error|note): "
-                       r"|\(\d+\): (?:warning|error|note)|In file included from ")
+_COMPILER = re.compile(r"\b(?:nvcc|hipcc|gcc|g\+\+|c\+\+|clang\+*|cl\.exe)\s|^\W*\[\d+/\d+\] "
+                       r"|: (?:warning|error|note): |\(\d+\): (?:warning|error|note)|In file included from ")
 # a Dockerfile's text ("RUN DS_BUILD_OPS=1 pip install ...") says what a build would run, not that it ran: Docker's
 # own output prefixes its steps ("#8 [5/7] RUN", "Step 5/7 : RUN", " > [stage 2/2] RUN")
 _DOCKERFILE = re.compile(r"^\s*RUN\s")
@@ -42,19 +43,20 @@ _DOCKERFILE = re.compile(r"^\s*RUN\s")
 # built; DeepSpeed times the load, names the optimizer it set up (runtime/engine.py "DeepSpeed Basic Optimizer = ")
 # and its setup.py its build time ("deepspeed build time = N secs"); ds_report's [YES] for a pre-built op; pip's and
 # uv's reports of an install that finished (of any package: the command ended) or had nothing to do; Docker's cached
-# or finished build step (legacy "---> Using cache", BuildKit "#8 DONE 1432.1s"); deepspeed imported afterwards. Not
-# the Trainer's banner or loss lines: as anchors they would make every line of a dense training log a candidate (a
-# run that went on past the build is one whose log goes on past NEAR_END lines). pip echoes the package's name as the user spelt it (DeepSpeed): case does not matter.
+# or finished build step (legacy "---> Using cache", BuildKit "#8 DONE 1432.1s"); deepspeed imported afterwards;
+# ninja's last step or its "no work to do". Not the Trainer's banner or loss lines: as anchors they would make every
+# line of a dense training log a candidate (a run that went on past the build is one whose log goes on past NEAR_END
+# lines). pip echoes the package's name as the user spelt it (DeepSpeed): case does not matter.
 _DONE = re.compile(r"Loading extension module \w+|No modifications detected for re-loaded extension module"
                    r"|Time to load \w+ op|Basic Optimizer = |deepspeed build time = |\.{2,} \[YES\]"
                    r"|Successfully (?:installed|built) |Finished processing dependencies for deepspeed"
                    r"|^\W*Installed \d+ packages? in |^\W*\+ deepspeed==|Requirement already satisfied: deepspeed"
                    r"|---> Using cache|#\d+ DONE \d|\bimport deepspeed\b"
                    # ninja (-v, as torch runs it) prints a step's line when the step ends: [N/N] is the last one done
-                   r"|^\W*\[(?P<steps>\d+)/(?P=steps)\] ",
+                   r"|^\W*\[(?P<steps>\d+)/(?P=steps)\] |ninja: no work to do",
                    re.I)
-# the paste must end near the build's last line: a log that goes on for pages after it (training, other output the
-# readers do not keep) went past the build
+# the paste must end near the build's last line, followed by at most NEAR_END lines (trailing blank lines left out): a
+# log that goes on for pages after it (training, other output the readers do not keep) went past the build
 NEAR_END = 30
 # an error of any kind (a compiler's "error:", ninja's "FAILED:", a "fatal", an exception's "...Error")
 _ERROR = re.compile(r"error|FAILED|fatal", re.I)
@@ -66,7 +68,7 @@ _PACKAGING = re.compile(r"\W*(?:adding|copying) '?\S")
 # in ~/.cache/colossalai/torch_extensions, Tencent's PatrickStar)
 _NOT_DEEPSPEED = re.compile(r"colossalai|patrickstar", re.I)
 # DeepSpeed op names no other project's JIT build was found to use (a sixth review searched public code)
-OWN_OPS = frozenset({"random_ltd", "transformer_inference", "ragged_device_ops", "ragged_ops", "fp_quantizer",
+DS_ONLY_OPS = frozenset({"random_ltd", "transformer_inference", "ragged_device_ops", "ragged_ops", "fp_quantizer",
                      "evoformer_attn", "cpu_lion", "cpu_adagrad", "inference_core_ops", "spatial_inference",
                      "stochastic_transformer", "fused_lion"})
 # torch extensions that are no DeepSpeed op (other projects' JIT builds) name no DeepSpeed build
@@ -75,7 +77,7 @@ _DS_WORD = re.compile(r"deepspeed|op_builder|DS_BUILD_", re.I)
 
 def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> list[Event]:
     """LINES: the excerpt's candidate lines in log order; PARSED: its tracebacks with an exception line; ENDS: each
-    file's last line number."""
+    file's last non-blank line number."""
     found = []
     for file in dict.fromkeys(line.file for line in lines):
         mine = [line for line in lines if line.file == file]
@@ -87,9 +89,9 @@ def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> 
         if any(_NOT_DEEPSPEED.search(line.text) for line in mine):
             continue
         if not any(_DS_WORD.search(line.text) for line in mine) and not any(
-                _op(match) in OWN_OPS for _, match in activity):
+                _op(match) in DS_ONLY_OPS for _, match in activity):
             continue
-        activity = [(line, match) for line, match in activity if _ours(match) and not _PACKAGING.match(line.text)
+        activity = [(line, match) for line, match in activity if _is_ds_op(match) and not _PACKAGING.match(line.text)
                     and not (match.group("src") and not _COMPILER.search(line.text))
                     and not (match.group("cmd") and _DOCKERFILE.match(line.text))]
         if not activity:
@@ -129,7 +131,7 @@ def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> 
     return found
 
 
-def _ours(match: re.Match[str]) -> bool:
+def _is_ds_op(match: re.Match[str]) -> bool:
     """An activity of a DeepSpeed op: a named extension must be one of DeepSpeed's ops (cpu_adam, cpu_adam_op)."""
     name = match.group("op") or match.group("dir") or match.group("ext")
     return name is None or bool(op_name(name))

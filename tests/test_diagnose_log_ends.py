@@ -1,0 +1,126 @@
+"""Where a log ends (ScanResult.ends, the last non-blank line of each file) and the readers that depend on it: a
+build cut while it compiles (structure/unfinished.py: at most NEAR_END lines after its last build line), a crash
+just after the Trainer's end-of-training lines (combine._after_training), and a paste that starts inside a
+traceback (headless.py), also after a UTF-8 byte-order mark and against stacks that are no tracebacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envcheck.diagnose.engine import Request, diagnose
+from envcheck.diagnose.scan import Matcher, scan
+from envcheck.diagnose.source import open_log
+from envcheck.diagnose.structure.unfinished import NEAR_END
+from envcheck.matrix import load_matrix
+
+BUILD = ("Using /home/user/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n"
+         "Emitting ninja build file /home/user/.cache/torch_extensions/py310_cu121/random_ltd/build.ninja...\n"
+         "Building extension module random_ltd...\n")
+
+
+def _ends(tmp_path: Path, *bodies: bytes) -> list[int]:
+    paths = []
+    for i, body in enumerate(bodies):
+        path = tmp_path / f"log{i}.log"
+        path.write_bytes(body)
+        paths.append(path)
+    logs = [open_log(str(p)) for p in paths]
+    try:
+        result = scan([log.__enter__() for log in logs], Matcher(load_matrix().signatures))
+    finally:
+        for log in logs:
+            log.__exit__(None, None, None)
+    return [end for _, end in result.ends]
+
+
+@pytest.mark.parametrize(("body", "end"), [
+    (b"a\nb\nc\n", 3),
+    (b"a\nb\nc", 3),  # no final newline
+    (b"a\r\nb\r\n\r\n\r\n", 2),  # CRLF and trailing blank lines
+    (b"a\n\n  \n\n", 1),  # blank lines of spaces too
+    (b"\n\n\n", 0),  # blank lines alone (an empty file is refused as input before)
+])
+def test_a_log_ends_at_its_last_non_blank_line(tmp_path: Path, body: bytes, end: int) -> None:
+    assert _ends(tmp_path, body) == [end]
+
+
+def test_each_file_has_its_own_end(tmp_path: Path) -> None:
+    assert _ends(tmp_path, b"a\nb\n", b"x\n" * 7 + b"\n") == [2, 7]
+
+
+def _primary(tmp_path: Path, text: str, name: str = "build.log") -> tuple[str, str] | None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    causes = diagnose(Request(logs=(str(path),), system=False)).causes
+    return (causes[0].cause, causes[0].library) if causes else None
+
+
+def test_a_build_line_followed_by_at_most_near_end_lines_is_a_cut_build(tmp_path: Path) -> None:
+    assert _primary(tmp_path, BUILD + "ninja: waiting\n" * NEAR_END) == ("deepspeed_build_failure", "random_ltd")
+    assert _primary(tmp_path, BUILD + "ninja: waiting\n" * (NEAR_END + 1)) is None
+
+
+def test_ninjas_last_step_or_no_work_to_do_ends_the_build(tmp_path: Path) -> None:
+    windows = BUILD + ('[3/3] "C:\\Program Files\\Microsoft Visual Studio\\2022\\VC\\bin\\link.exe" random_ltd.o '
+                       "/nologo /DLL /out:random_ltd.pyd\n")
+    assert _primary(tmp_path, windows) is None
+    assert _primary(tmp_path, BUILD + "ninja: no work to do.\n") is None
+
+
+HEADLESS = ('    File "DeepSpeed/setup.py", line 195, in <module>\n      builder.hipify_extension()\n'
+            '    File "DeepSpeed/op_builder/builder.py", line 750, in hipify_extension\n'
+            '      header_include_dirs=self.include_paths(),\n'
+            '    File "DeepSpeed/op_builder/dc.py", line 32, in include_paths\n'
+            '      return [\'csrc/includes\', os.path.join(torch.utils.cpp_extension.CUDA_HOME, "include")]\n'
+            '    File "<frozen posixpath>", line 76, in join\n'
+            "  TypeError: expected str, bytes or os.PathLike object, not NoneType\n")
+
+
+def test_a_headless_traceback_is_read_after_a_byte_order_mark(tmp_path: Path) -> None:
+    assert _primary(tmp_path, HEADLESS) == ("deepspeed_build_failure", "dc")
+    assert _primary(tmp_path, "\ufeff" + HEADLESS) == ("deepspeed_build_failure", "dc")
+
+
+@pytest.mark.parametrize("stack", [
+    # traceback.print_stack(): frames with no header, then the program goes on
+    'DEBUG who calls save():\n  File "/home/u/train.py", line 10, in <module>\n    main()\n'
+    '  File "/opt/venv/lib/python3.10/site-packages/transformers/trainer.py", line 5, in save_model\n'
+    "    traceback.print_stack()\nUserWarning: checkpoint saved with safe_serialization=False\nstep 2 loss 0.4\n",
+    # torch's deferred CUDA error: "CUDA call was originally invoked at:", a blank line, then the frames
+    "torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0\n\n"
+    "CUDA call was originally invoked at:\n\n"
+    '  File "/home/u/train.py", line 3, in <module>\n    import torch\n'
+    '  File "/opt/venv/lib/python3.10/site-packages/torch/cuda/__init__.py", line 238, in <module>\n'
+    "    _lazy_call(_check_capability)\n[rank1]: RuntimeError: rank 1 exited\n",
+])
+def test_a_printed_stack_is_no_headless_traceback(tmp_path: Path, stack: str) -> None:
+    path = tmp_path / "stack.log"
+    path.write_text(stack, encoding="utf-8")
+    first = diagnose(Request(logs=(str(path),), system=False)).first_exception
+    assert first is None or first.line == 1
+
+
+FINISHED = ("***** train metrics *****\n  epoch = 3.0\n  train_loss = 0.52\n")
+
+
+def test_the_end_of_training_counts_only_just_before_the_crash_and_in_its_own_log(tmp_path: Path) -> None:
+    crash = "terminate called without an active exception\nAborted (core dumped)\n"
+    just_after = tmp_path / "a.log"
+    just_after.write_text(FINISHED + crash, encoding="utf-8")
+    long_after = tmp_path / "b.log"
+    long_after.write_text(FINISHED + "{'loss': 0.4}\n" * 30 + crash, encoding="utf-8")
+    other_run = tmp_path / "c.log"
+    other_run.write_text(FINISHED, encoding="utf-8")
+    crash_only = tmp_path / "d.log"
+    crash_only.write_text("{'loss': 0.4}\n" * 5 + crash, encoding="utf-8")
+
+    def noted(*paths: Path) -> bool:
+        causes = diagnose(Request(logs=tuple(str(p) for p in paths), system=False)).causes
+        assert causes[0].cause == "segfault_other"
+        return "training loop had finished" in causes[0].explanation
+
+    assert noted(just_after)
+    assert not noted(long_after)
+    assert not noted(crash_only, other_run)
