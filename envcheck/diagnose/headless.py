@@ -41,17 +41,8 @@ def first_frame(data: bytes, lo: int, hi: int) -> tuple[int, int, bytes] | None:
 
 
 def _previous_line(data: bytes, lo: int, start: int) -> bytes:
-    """The last non-blank line of DATA[LO:START] (START a line start), stripped."""
-    end = start
-    while end > lo:
-        begin = data.rfind(b"\n", lo, end - 1) + 1
-        text = data[max(begin, lo):end].strip()
-        if text:
-            return text
-        end = max(begin, lo)
-        if begin <= lo:
-            break
-    return b""
+    """The last non-blank line of DATA[LO:START], stripped (START is within the log's first LINES lines)."""
+    return next((line.strip() for line in reversed(data[lo:start].splitlines()) if line.strip()), b"")
 
 
 def _nth_line_end(data: bytes, lo: int, hi: int, n: int) -> int:

@@ -78,11 +78,13 @@ _DS_WORD = re.compile(r"deepspeed|op_builder|DS_BUILD_", re.I)
 def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> list[Event]:
     """LINES: the excerpt's candidate lines in log order; PARSED: its tracebacks with an exception line; ENDS: each
     file's last non-blank line number."""
+    if parsed:  # an exception in any log given: the run failed otherwise, or the build's error was not cut off
+        return []
     found = []
     for file in dict.fromkeys(line.file for line in lines):
-        mine = [line for line in lines if line.file == file]
         if file not in ends:
             continue
+        mine = [line for line in lines if line.file == file]
         activity = [(line, match) for line, match in ((x, _ACTIVITY.search(x.text)) for x in mine) if match]
         # DeepSpeed's name in the log, or an op no other project builds under that name (random_ltd; not cpu_adam,
         # which ColossalAI 0.2 and PatrickStar's copies of DeepSpeed's op_builder build too, nor transformer)
@@ -104,15 +106,13 @@ def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> 
         if match.group("cmd") and (last.number >= ends[file] or _QUIET.search(last.text)):
             continue
         # a line that says a build ended or an op loaded (before it too: the run had built its ops, and a build's
-        # command after that is text, a README's steps), an error line after it (the build's own: other readers name
-        # it), or an exception anywhere in the log: the build ended, or the run failed otherwise
+        # command after that is text, a README's steps), or an error line after it (the build's own: other readers
+        # name it): the build ended, or the run failed otherwise
         if any(_DONE.search(line.text) for line in mine) or any(
                 line.number > last.number and _ERROR.search(line.text) for line in mine):
             continue
-        if any(tb.file == file for tb in parsed):
-            continue
         # another log given with this one that shows an error: the failure is there, whatever this one shows
-        if any(tb.file != file for tb in parsed) or any(x.file != file and _ERROR.search(x.text) for x in lines):
+        if any(x.file != file and _ERROR.search(x.text) for x in lines):
             continue
         op = _op(match) or next((o for o in (_op(m) for _, m in reversed(activity)) if o), "")
         found.append(Event(
@@ -131,11 +131,17 @@ def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> 
     return found
 
 
+def _extension(match: re.Match[str]) -> str | None:
+    """The extension an activity line names (Building extension module X, its build folder, TORCH_EXTENSION_NAME)."""
+    return match.group("op") or match.group("dir") or match.group("ext")
+
+
 def _is_ds_op(match: re.Match[str]) -> bool:
     """An activity of a DeepSpeed op: a named extension must be one of DeepSpeed's ops (cpu_adam, cpu_adam_op)."""
-    name = match.group("op") or match.group("dir") or match.group("ext")
+    name = _extension(match)
     return name is None or bool(op_name(name))
 
 
 def _op(match: re.Match[str]) -> str:
-    return op_name(match.group("op") or match.group("dir") or match.group("ext") or "")
+    """The DeepSpeed op an activity line names, or ""."""
+    return op_name(_extension(match) or "")
