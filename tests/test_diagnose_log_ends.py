@@ -124,3 +124,39 @@ def test_the_end_of_training_counts_only_just_before_the_crash_and_in_its_own_lo
     assert noted(just_after)
     assert not noted(long_after)
     assert not noted(crash_only, other_run)
+
+
+def _blocks(tmp_path: Path, body: bytes) -> list[list[str]]:
+    path = tmp_path / "blocks.log"
+    path.write_bytes(body)
+    with open_log(str(path)) as log:
+        result = scan([log], Matcher(load_matrix().signatures))
+    return [[line.text for line in lines] for lines, _ in result.blocks]
+
+
+def test_a_traceback_across_the_sniffed_head_keeps_its_exception(tmp_path: Path) -> None:
+    """The first 64 KiB are read alone to sniff the format; a traceback that starts in them and ends after them is
+    still one traceback with its frames and its exception (it was cut at the head's end, and its exception lost)."""
+    filler = b"".join(b"[INFO|trainer.py:%d] step %06d {'loss': 1.25}\n" % (i, i) for i in range(1_300))
+    assert 60_000 < len(filler) < 64 * 1024
+    frames = b"".join(b'  File "/opt/venv/lib/python3.10/site-packages/mylib/m%d.py", line %d, in f%d\n'
+                      b"    do_thing_%d()\n" % (i, i, i, i) for i in range(60))
+    body = (filler + b"Traceback (most recent call last):\n" + frames
+            + b"RuntimeError: the thing failed at the end\n" + filler)
+    assert body.index(b"Traceback") < 64 * 1024 < body.index(b"RuntimeError")
+    blocks = _blocks(tmp_path, body)
+    assert len(blocks) == 1
+    assert "RuntimeError: the thing failed at the end" in blocks[0]
+
+
+def test_tracebacks_past_the_kept_ones_in_the_first_chunk_keep_the_last(tmp_path: Path) -> None:
+    """The first BLOCKS tracebacks and the last BLOCKS // 4 are kept, also when the first BLOCKS fill up inside the
+    first chunk (which now holds the head and what follows it): each kept once, the log's last one among them."""
+    from envcheck.diagnose.scan import BLOCKS
+
+    one = b"Traceback (most recent call last):\n  File \"x.py\", line %d, in <module>\nValueError: number %d\n"
+    body = b"".join(one % (i, i) for i in range(BLOCKS * 3))
+    blocks = _blocks(tmp_path, body)
+    exceptions = [block[-1] for block in blocks]
+    assert len(exceptions) == len(set(exceptions)) == BLOCKS + BLOCKS // 4
+    assert exceptions[0] == "ValueError: number 0" and exceptions[-1] == f"ValueError: number {BLOCKS * 3 - 1}"

@@ -26,3 +26,32 @@ def test_the_corpus_log_with_an_autolinked_extension_names_it() -> None:
     log = Path(__file__).parent / "assets" / "diagnose" / "corpus" / "dev" / "c2341.log"
     cause = diagnose(Request(logs=(str(log),), system=False)).causes[0]
     assert (cause.cause, cause.library) == ("segfault_abi_mismatch", "flash_attn_2_cuda")
+
+
+def test_a_console_link_that_ends_in_the_path_is_put_back_for_the_readers(tmp_path: Path) -> None:
+    """A web console rendered NCCL's /dev/shm path as a link to itself (the link's text ends its URL): the structure
+    readers see the path, and NCCL's shm failure is read as such, not as a generic NCCL error."""
+    line = ("Error while creating shared memory segment [/dev/shm/nccl-EoOvZr](https://console.example.net/dev/shm/"
+            "nccl-EoOvZr) (size 7340384)")
+    assert unlinked(line) == "Error while creating shared memory segment /dev/shm/nccl-EoOvZr (size 7340384)"
+    log = tmp_path / "nccl.log"
+    log.write_text("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device "
+                   "error.\nLast error:\n" + line + "\n", encoding="utf-8")
+    assert diagnose(Request(logs=(str(log),), system=False)).causes[0].cause == "shm_too_small"
+
+
+def test_a_link_to_another_page_is_left_alone_even_when_its_text_is_a_path() -> None:
+    text = "the segment [/dev/shm](https://docs.example.org/shm-guide) is too small"
+    assert unlinked(text) == text
+
+
+def test_a_library_deleted_under_a_running_process_is_named() -> None:
+    text = ("RuntimeError: /envs/u/lib/python3.11/site-packages/torchvision.libs/libcudart.7ec1eba6.so.12 (deleted): "
+            "cannot open shared object file: No such file or directory")
+    assert library_of(text) == "libcudart.7ec1eba6.so.12"
+
+
+def test_macos_dyld_names_the_library_whose_symbol_is_missing() -> None:
+    text = ("ImportError: dlopen(/Users/x/anaconda2/lib/python2.7/site-packages/torch/_C.so, 10): Symbol not found: "
+            "__ZNSs4_Rep20_S_empty_rep_storageE")
+    assert library_of(text) == "torch._C"

@@ -20,6 +20,7 @@ from envcheck.diagnose.source import OpenedLog
 from envcheck.diagnose.stamps import LogStamps
 from envcheck.diagnose.structure.events import WITH_NEXT
 from envcheck.diagnose.structure.model import Line
+from envcheck.diagnose.symbols import unlinked
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 64 * 1024  # longer lines are matched in segments of this size
@@ -101,7 +102,8 @@ class _Tally:
 
 
 def _text(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    """A kept line as text, with Markdown links of pasted file names put back as the names (symbols.unlinked)."""
+    text = unlinked(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
 
 
@@ -117,6 +119,7 @@ class _Scanner:
         self.common: tuple[bytes, ...] = ()  # structure anchors looked for at the head and the tail only
         self.head_lines = 0  # lines of the head, which were matched with every anchor
         self.tail, self.tail_line = b"", 1  # the last block's last RECENT bytes (from a line start), its first line
+        self.skipped = -1  # where in the block being matched the first traceback past the first BLOCKS starts
 
     def block(self, data: bytes, complete: bool, lo: int = 0, hi: int | None = None) -> None:
         """Match DATA[LO:HI], which ends at a line end (or is a segment of an over-long line when not complete).
@@ -157,7 +160,10 @@ class _Scanner:
         prefilter, fast = (self.prefilter_rest, m.fast_rest) if dense else (self.prefilter, m.fast)
         begin = lo if head is None else head
         first_line = self.line + (data.count(b"\n", lo, head) if head is not None else 0)
+        self.skipped = -1
         self._match(data, begin, hi, first_line, prefilter, fast, dense)  # type: ignore[arg-type]
+        if self.skipped >= 0:  # the first BLOCKS filled up inside this block: its last tracebacks, from its end
+            self._last_tracebacks(data, self.skipped, hi, lines)
         for rule in m.unanchored:
             for found in rule.regex.finditer(data, lo, hi):
                 start = max(data.rfind(b"\n", lo, found.start()) + 1, lo)
@@ -227,8 +233,10 @@ class _Scanner:
         else:
             present = _held(data, start, end, line, m.inline, m.at_eol)
         if TRACEBACK in line:
-            if not dense:
+            if not dense and len(self.tally.blocks) < BLOCKS:
                 self._traceback(data, start, end, number, hi)
+            elif not dense and self.skipped < 0:
+                self.skipped = start
         elif not m.structure.isdisjoint(present):
             self._note(data, end, number, line, hi)
         self._rules(present, number, line)  # type: ignore[arg-type]

@@ -59,7 +59,15 @@ class OpenedLog:
             return 0
 
     def chunks(self, size: int) -> Iterator[bytes]:
-        yield self._first
+        """The first chunk holds the sniffed head and what follows it up to SIZE: a traceback that starts in the head
+        and ends after it is in one chunk, as any other is unless it straddles a chunk's end."""
+        rest = b""
+        if len(self._first) >= HEAD and size > len(self._first):
+            try:
+                rest = self._stream.read(size - len(self._first))  # type: ignore[attr-defined]
+            except (OSError, EOFError, zlib.error) as error:
+                raise LogInputError(f"{self.name}: cannot read: {error}") from None
+        yield self._first + rest
         while True:
             try:
                 data = self._stream.read(size)  # type: ignore[attr-defined]

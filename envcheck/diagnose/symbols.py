@@ -11,7 +11,12 @@ from envcheck import proc
 
 # a path, not the parenthesis or bracket a message puts around it ("Reason: ImportError (libcudnn.so.8: cannot ...")
 _UNDEFINED = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*): undefined symbol: (?P<sym>\S+)")
-_MISSING = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*): cannot open shared object file")
+# Linux's "(deleted)": the loader names a library whose file was removed since the process mapped it (a package
+# upgraded under a running process).
+_MISSING = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*)(?: \(deleted\))?: cannot open shared object file")
+# macOS dyld through dlopen (dyld/DyldAPIs.cpp prefixes "dlopen(<path>, <flags>): " to Loader.cpp's "Symbol not
+# found: <sym>"): the library whose load failed is the one at the path.
+_MAC_SYMBOL = re.compile(r"dlopen\((?P<lib>[^,\s)]+\.(?:so|dylib)), \d+\): Symbol not found")
 # glibc elf/dl-version.c: "version `GLIBCXX_3.4.29' not found (required by /.../cpu_adam.so)": the library that
 # needs the newer libstdc++/glibc is the one to blame.
 _VERSION_NEEDED = re.compile(r"version .?(?:GLIBCXX|CXXABI|GLIBC)_[\d.]+. not found \(required by (?P<lib>[^)\s]+)\)")
@@ -19,7 +24,9 @@ _VERSION_NEEDED = re.compile(r"version .?(?:GLIBCXX|CXXABI|GLIBC)_[\d.]+. not fo
 
 # GitHub turns a pasted file name that looks like a host name into a link, and copying the rendered page keeps it
 # in Markdown: "[flash_attn_2_cuda.cpython-39-x86_64-linux-gnu.so](http://flash_attn_2_cuda.cpython-39-....so/)".
-_AUTOLINK = re.compile(r"\[(?P<text>[^\]\s]+)\]\(https?://(?P=text)/?\)")
+# Web consoles that render paths as links keep the path as the link's end:
+# "[/dev/shm/nccl-X](https://host/dev/shm/nccl-X)".
+_AUTOLINK = re.compile(r"\[(?P<text>[^\]\s]+)\]\(https?://(?:[^\s()]*?(?=(?P=text)/?\)))?(?P=text)/?\)")
 
 
 def unlinked(text: str) -> str:
@@ -54,7 +61,7 @@ def describe_line(text: str) -> str | None:
     return None
 
 
-_SO_NAME = re.compile(r"(?:^|[/\\\s'\"])(?P<name>[A-Za-z_][\w-]*?)(?:\.cpython-[^\s:/'\"]*|\.abi3)?\.so\b")
+_SO_NAME = re.compile(r"(?:^|[/\\\s'\"])(?P<name>[A-Za-z_][\w-]*?)(?:\.cpython-[^\s:/'\"]*|\.abi3)?\.(?:so|dylib)\b")
 _NOT_PACKAGES = frozenset({"site-packages", "dist-packages", "lib-dynload", "bin", "build"})
 _LINK = re.compile(r"cannot find -l(?P<lib>[\w+.-]+)")
 _MODULE = re.compile(r"No module named '(?P<mod>[\w]+)")
@@ -79,7 +86,7 @@ def library_of(text: str) -> str:
     """The library a loader/linker/import line names: flash_attn_2_cuda (an extension's .so), libcudnn (a missing
     .so.N), libcurand (ld's -lcurand), the missing module; "" when it names none."""
     text = unlinked(text)
-    for regex in (_UNDEFINED, _MISSING, _VERSION_NEEDED):
+    for regex in (_UNDEFINED, _MISSING, _VERSION_NEEDED, _MAC_SYMBOL):
         found = regex.search(text)
         if found:
             path = found.group("lib")
