@@ -33,7 +33,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1136": ("nccl_error", "NCCL WARN Cuda failure 'named symbol not found'; NCCL was built without sm_90"),
     "c1313": ("unknown", "InvokeAI's '>> Using device_type cpu' alone; a run on a CPU on purpose prints it too"),
     "c1314": ("unknown", "AutoGPTQ's 'CUDA extension not installed.' and a cut-off traceback; torch was a CPU build"),
-    "c1285": ("unknown", "DeepSpeed's install.sh: 'Floating point exception (core dumped)' in setup.py (cpufeature)"),
     # bitsandbytes 0.41 prints 'did not contain [libcudart...] as expected' whether or not it found the library
     "c1409": ("unknown", "bitsandbytes' search for libcudart in a venv's nvidia/cuda_runtime/lib"),
     # bitsandbytes 0.40 warns and loads its CPU library; the run goes on until an 8-bit op is used

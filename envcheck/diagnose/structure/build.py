@@ -11,9 +11,13 @@ from envcheck.diagnose.structure.model import Event, Line
 ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal",
            b"error detected in the compilation of", b"' failed with exit code", b"' failed with exit status",
            b"' failed: No such file or directory", b"-Icsrc/includes", b"Building extension module ",
-           b"ninja: build stopped", b": fatal error: ", b"): error C", b"_run_ninja_build", b"unsupported GNU version",
+           b"ninja: build stopped", b": fatal error: ", b"): error C",
+           # MSVC's fatal errors ("f.h(3): fatal error C1083: Cannot open include file")
+           b"): fatal error C", b"_run_ninja_build", b"unsupported GNU version",
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
            b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
+           # the sources of DeepSpeed's inference v2 ops (op_builder/inference_core_ops.py, ragged_ops.py)
+           b"deepspeed/inference/v2/kernels", b"deepspeed\\inference\\v2\\kernels",
            b"Building wheel for deepspeed", b"Running setup.py install for deepspeed", b"Collecting ",
            b"Downloading ", b"Using cached ", b"Getting requirements to build wheel", b"Preparing metadata (",
            b"Installing build dependencies", b"egg_info did not run successfully", b"generating package metadata",
@@ -47,9 +51,12 @@ _BUILDING = re.compile(r"Building extension module (?P<op>\w+)|Error building ex
 # torch.utils.cpp_extension builds each JIT extension in <TORCH_EXTENSIONS_DIR>/<py_cu tag>/<name>/ (the
 # "Creating extension directory .../fused_adam..." and "Emitting ninja build file .../fused_adam/build.ninja").
 _EXT_DIR = re.compile(r"torch_extensions(?:[/\\]torch_extensions[/\\]Cache)?[/\\][\w.-]+[/\\](?P<op>\w+)")
-# The names of DeepSpeed's ops: each op_builder/*.py NAME (DeepSpeed v0.19.5-27-gedaa722).
+# The names of DeepSpeed's ops: each op_builder/*.py NAME (DeepSpeed v0.19.5-27-gedaa722), and op_builder/cpu/comm.py's
+# two (CCLCommBuilder, ShareMemCommBuilder; setup.py builds them as deepspeed.ops.comm.<NAME>_op). Not the XPU-only
+# op_builder/xpu/ ones: its flash_attn would read flash-attn's own build as DeepSpeed's.
 DS_OPS = frozenset({
-    "async_io", "cpu_adagrad", "cpu_adam", "cpu_lion", "cutlass_ops", "dc", "evoformer_attn", "fp_quantizer",
+    "async_io", "cpu_adagrad", "cpu_adam", "cpu_lion", "cutlass_ops", "dc", "deepspeed_ccl_comm",
+    "deepspeed_shm_comm", "evoformer_attn", "fp_quantizer",
     "fused_adam", "fused_lamb", "fused_lion", "gds", "inference_core_ops", "pin_memory", "quantizer",
     "ragged_device_ops", "ragged_ops", "random_ltd", "sparse_attn", "spatial_inference", "stochastic_transformer",
     "transformer", "transformer_inference", "utils",
@@ -94,6 +101,7 @@ _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit 
                              r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
 _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops"
+                         r"|deepspeed[/\\]inference[/\\]v2[/\\]kernels[/\\]"
                          r"|\bcsrc[/\\](?:" + "|".join(_DS_FOLDERS) + r")[/\\]"
                          # setuptools' "building 'deepspeed.ops.adam.cpu_adam_op' extension"; pip building deepspeed
                          r"|building 'deepspeed\.|(?:Building wheel|Running setup\.py install) for deepspeed\b")

