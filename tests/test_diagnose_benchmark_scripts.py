@@ -52,3 +52,39 @@ def test_no_structure_anchor_is_in_a_tenth_of_the_lines_of_a_dense_training_log(
     lines = path.read_bytes().splitlines()[:2000]
     hit = [a for a in ANCHORS if sum(a in line for line in lines) > len(lines) // 10]
     assert hit == []
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("diagnose_accuracy", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("named", "label"), [
+    ("cpu_adam_op", "cpu_adam_op.cpython-38-x86_64-linux-gnu.so"),  # an extension and its file
+    ("torch._C", "_C.cpython-36m-x86_64-linux-gnu.so"),  # torch's _C extension
+    ("pixsfm._pixsfm", "_pixsfm"),
+    ("torch_scatter._version_cuda", "torch_scatter"),  # a module of the package
+    ("libcudart.7ec1eba6.so.12", "libcudart.so.12"),  # auditwheel's vendored copy
+    ("libcurand", "curand"),  # ld's -lcurand
+    ("deepspeed_ccl_comm", "deepspeed_ccl_comm_op"),  # DeepSpeed's op and the module setup.py builds
+    ("torch-scatter", "torch_scatter"),
+])
+def test_one_library_under_two_spellings_counts_as_named(named: str, label: str) -> None:
+    assert _script().same_library(named, label)
+
+
+@pytest.mark.parametrize(("named", "label"), [
+    ("common_ops", "sgl_kernel"), ("numpy", "fdasrsf"), ("torch", "torchaudio"), ("", "flash_attn_2_cuda"),
+    ("vllm._C", "torch._C"),
+])
+def test_other_libraries_do_not_count(named: str, label: str) -> None:
+    assert not _script().same_library(named, label)
+
+
+def test_a_library_is_shown_only_when_the_log_names_it() -> None:
+    shown = _script().shown
+    assert shown("flash_attn_2_cuda", "ImportError: .../flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined")
+    assert not shown("fdasrsf", "AttributeError: `np.float_` was removed in the NumPy 2.0 release.")
