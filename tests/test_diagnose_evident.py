@@ -23,6 +23,8 @@ MISSES = {
     "f222": ("unknown", "triton's own CMake build cannot find cuda_runtime_api.h (a dependency of an old DeepSpeed)"),
     "f314": ("unknown", "bitsandbytes' search for libcudart.so, then its PyTorch settings: it goes on (as c1410)"),
     "f322": ("unknown", "cudarc's list of cuDNN names lacks libcudnn.so.9, which is installed"),
+    "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
+             "cut before its exception; no line shows a DeepSpeed op being built"),
 }
 
 

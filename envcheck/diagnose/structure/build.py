@@ -12,8 +12,9 @@ ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architectur
            b"error detected in the compilation of", b"' failed with exit code", b"' failed with exit status",
            b"' failed: No such file or directory", b"-Icsrc/includes", b"Building extension module ",
            b"ninja: build stopped", b": fatal error: ", b"): error C",
-           # MSVC's fatal errors ("f.h(3): fatal error C1083: Cannot open include file")
-           b"): fatal error C", b"_run_ninja_build", b"unsupported GNU version",
+           # MSVC's fatal errors ("f.h(3): fatal error C1083: Cannot open include file") and cl.exe refusing its
+           # command line ("cl : Command line error D8021 : invalid numeric argument '/Wno-reorder'")
+           b"): fatal error C", b"Command line error D", b"_run_ninja_build", b"unsupported GNU version",
            b"Ninja is required to load C++ extensions", b": error: ", b"): error", b"DS_BUILD_", b"deepspeed/ops/csrc",
            b"deepspeed\\ops\\csrc", b"Error compiling objects for extension", b"building 'deepspeed.",
            # the sources of DeepSpeed's inference v2 ops (op_builder/inference_core_ops.py, ragged_ops.py)
@@ -44,7 +45,11 @@ _EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")
 _DS_FOLDERS = ("adam", "aio", "lamb", "lion", "transformer", "quantization", "sparse_attention", "random_ltd",
                "fp_quantizer", "deepspeed4science", "gds")
 _DS_TREE = r"(?:(?i:deepspeed)|csrc[/\\](?:" + "|".join((*_DS_FOLDERS, "includes", "spatial", "cpu")) + r")[/\\])"
-_CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
+# DeepSpeed's own header csrc/includes/ds_kernel_utils.h (hipify's ds_kernel_utils_hip.h), in a compiler's include
+# chain: a DeepSpeed op build, also where its csrc/ folder names are other projects' too (vLLM's csrc/quantization/).
+ANCHORS = (*ANCHORS, b"ds_kernel_utils")
+# (ROCm's hipify writes DeepSpeed's .cu sources as .hip.)
+_CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
 # torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...", and its failure "Error building
 # extension 'cpu_adam'".
 _BUILDING = re.compile(r"Building extension module (?P<op>\w+)|Error building extension '(?P<failed>\w+)'")
@@ -71,7 +76,8 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu
                       # torch's BuildExtension (a pip pre-build with DS_BUILD_OPS): _run_ninja_build's error_prefix
                       r"|Error compiling objects for extension"
                       # a compiler's own error line: file:line[:col]: error (gcc, clang) or file(line): error (nvcc, MSVC)
-                      r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b"
+                      r"|\.(?:c|cc|cpp|cxx|cu|cuh|hip|h|hpp)(?::\d+(?::\d+)?|\(\d+\)): (?:fatal )?error\b"
+                      r"|\bcl : Command line error D\d{4}\b"
                       # torch's _check_cuda_version: a gcc outside the bounds of the CUDA toolkit
                       r"|than the (?:maximum|minimum) required version by CUDA"
                       # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
@@ -90,7 +96,7 @@ _DS_SRC = re.compile(r"csrc[/\\](?P<a>\w+)[/\\](?P<b>\w+)[/\\]csrc")
 # op's NAME).
 # A source (or its object) in one of DeepSpeed's csrc/ folders; other projects' csrc/ trees are not read as ops.
 _DS_FILE = re.compile(r"csrc[/\\](?:" + "|".join((*_DS_FOLDERS, "cpu", "spatial", "includes", "xpu"))
-                      + r")[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|cpp|cc|h|o)\b")
+                      + r")[/\\](?:\w+[/\\])*(?P<stem>\w+)\.(?:cu|cuh|hip|cpp|cc|h|o)\b")
 # DeepSpeed op names that any project's files may have (utils.cpp, dc.o): never read from a file name.
 _GENERIC_OPS = frozenset({"utils", "dc"})
 # setuptools/distutils "error: command 'gcc' failed with exit status 1" (Windows: "exit code N"); nvcc's summary
@@ -101,7 +107,7 @@ _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit 
                              r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
 _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops"
-                         r"|deepspeed[/\\]inference[/\\]v2[/\\]kernels[/\\]"
+                         r"|deepspeed[/\\]inference[/\\]v2[/\\]kernels[/\\]|\bcsrc[/\\]includes[/\\]ds_kernel_utils"
                          r"|\bcsrc[/\\](?:" + "|".join(_DS_FOLDERS) + r")[/\\]"
                          # setuptools' "building 'deepspeed.ops.adam.cpu_adam_op' extension"; pip building deepspeed
                          r"|building 'deepspeed\.|(?:Building wheel|Running setup\.py install) for deepspeed\b")
