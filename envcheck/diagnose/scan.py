@@ -120,6 +120,7 @@ class _Scanner:
         self.head_lines = 0  # lines of the head, which were matched with every anchor
         self.tail, self.tail_line = b"", 1  # the last block's last RECENT bytes (from a line start), its first line
         self.skipped = -1  # where in the block being matched the first traceback past the first BLOCKS starts
+        self.block_lo = 0
 
     def block(self, data: bytes, complete: bool, lo: int = 0, hi: int | None = None) -> None:
         """Match DATA[LO:HI], which ends at a line end (or is a segment of an over-long line when not complete).
@@ -129,6 +130,7 @@ class _Scanner:
         m = self.m
         hi = len(data) if hi is None else hi
         head: int | None = None
+        self.block_lo = lo  # where this block's first line (self.line) starts
         if not self.started:
             self.started = True
             if data.startswith(b"\xef\xbb\xbf", lo):  # a UTF-8 byte-order mark (Windows editors) is no text
@@ -144,7 +146,6 @@ class _Scanner:
             if self.common:  # the head meets every anchor
                 head = data.rfind(b"\n", lo, lo + _SAMPLE) + 1 if hi - lo > _SAMPLE else hi
                 head = max(head, lo)
-                self._match(data, lo, head, self.line, m.prefilter(sample), m.fast, dense=False)
                 self.head_lines = data.count(b"\n", lo, head)
             self._headless(data, lo, hi)
         lines = data.count(b"\n", lo, hi) if complete else 0
@@ -154,16 +155,18 @@ class _Scanner:
             if self.common:
                 cut = max(data.find(b"\n", max(lo, hi - RECENT) - 1, hi) + 1, lo) if hi - lo > RECENT else lo
                 self.tail, self.tail_line = data[cut:hi], self.line + data.count(b"\n", lo, cut)
-        dense = len(self.tally.blocks) >= BLOCKS
-        if dense:  # only the last tracebacks of this block can still be kept: find them from its end
-            self._last_tracebacks(data, lo, hi, lines)
-        prefilter, fast = (self.prefilter_rest, m.fast_rest) if dense else (self.prefilter, m.fast)
-        begin = lo if head is None else head
-        first_line = self.line + (data.count(b"\n", lo, head) if head is not None else 0)
-        self.skipped = -1
-        self._match(data, begin, hi, first_line, prefilter, fast, dense)  # type: ignore[arg-type]
-        if self.skipped >= 0:  # the first BLOCKS filled up inside this block: its last tracebacks, from its end
-            self._last_tracebacks(data, self.skipped, hi, lines)
+        # up to CUT the first BLOCKS tracebacks are still kept from the front; after it only the last ones can be,
+        # found from the block's end, and traceback lines are no candidates (a log dense in tracebacks stays linear)
+        cut, self.skipped = self._kept_until(data, lo, hi), -1
+        begin = lo
+        if head is not None:  # the head: every anchor, the common ones too
+            sample = data[lo:head]
+            self._part(data, lo, head, cut, m.prefilter(sample), m.fast,
+                       m.prefilter(sample, m.rest) if m.fast is None else None, m.fast_rest)
+            begin = head
+        self._part(data, begin, hi, cut, self.prefilter, m.fast, self.prefilter_rest, m.fast_rest)
+        if cut < hi or self.skipped >= 0:
+            self._last_tracebacks(data, self.skipped if self.skipped >= 0 else cut, hi, lines)
         for rule in m.unanchored:
             for found in rule.regex.finditer(data, lo, hi):
                 start = max(data.rfind(b"\n", lo, found.start()) + 1, lo)
@@ -172,6 +175,28 @@ class _Scanner:
                 self.tally.add(rule.id, self.name, number, data[start:hi if end < 0 else end])
         if complete:
             self.line += lines
+
+    def _part(self, data: bytes, lo: int, hi: int, cut: int, prefilter, fast, prefilter_rest, fast_rest) -> None:  # type: ignore[no-untyped-def]
+        """Match DATA[LO:HI] (LO a line start of this block), tracebacks read before CUT only."""
+        first = self.line + data.count(b"\n", self.block_lo, lo)
+        if lo < min(hi, cut):
+            self._match(data, lo, min(hi, cut), first, prefilter, fast, False)
+        if max(lo, cut) < hi:
+            start = max(lo, cut)
+            self._match(data, start, hi, first + data.count(b"\n", lo, start), prefilter_rest, fast_rest, True)
+
+    def _kept_until(self, data: bytes, begin: int, hi: int) -> int:
+        """Where in DATA[BEGIN:HI] the traceback after the first BLOCKS ones starts (a line start); HI when there is
+        none. (A line with two headers is one traceback: the scanner's check in _candidate covers a miscount.)"""
+        room, pos = BLOCKS - len(self.tally.blocks), begin
+        if room <= 0:
+            return begin
+        for _ in range(room + 1):
+            pos = data.find(TRACEBACK, pos, hi)
+            if pos < 0:
+                return hi
+            pos += len(TRACEBACK)
+        return max(data.rfind(b"\n", begin, pos - len(TRACEBACK)) + 1, begin)
 
     def finish(self) -> None:
         """The tail meets the common anchors the streaming pass left out (lines the head covered, or that another

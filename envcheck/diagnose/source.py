@@ -15,6 +15,7 @@ from typing import BinaryIO, Iterator
 from envcheck.errors import UsageError
 
 HEAD = 64 * 1024
+FIRST_CHUNK = 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 _ELF_MAGIC = b"\x7fELF"
 
@@ -59,12 +60,13 @@ class OpenedLog:
             return 0
 
     def chunks(self, size: int) -> Iterator[bytes]:
-        """The first chunk holds the sniffed head and what follows it up to SIZE: a traceback that starts in the head
-        and ends after it is in one chunk, as any other is unless it straddles a chunk's end."""
+        """The first chunk holds the sniffed head and what follows it up to FIRST_CHUNK: a traceback that starts in
+        the head and ends after it is in one chunk (a pasted log is one chunk), and the copy that joins them stays
+        small."""
         rest = b""
-        if len(self._first) >= HEAD and size > len(self._first):
+        if len(self._first) >= HEAD and min(size, FIRST_CHUNK) > len(self._first):
             try:
-                rest = self._stream.read(size - len(self._first))  # type: ignore[attr-defined]
+                rest = self._stream.read(min(size, FIRST_CHUNK) - len(self._first))  # type: ignore[attr-defined]
             except (OSError, EOFError, zlib.error) as error:
                 raise LogInputError(f"{self.name}: cannot read: {error}") from None
         yield self._first + rest
