@@ -152,7 +152,7 @@ def test_common_anchors_are_still_found_where_a_run_dies(tmp_path: Path, capsys,
     log = tmp_path / "train.log"
     step = "[INFO|trainer.py:2345] Epoch 0.42 Eval: {'loss': 1.2345, 'error_rate': 0.01, 'Err': 0, 'root': 1}\n"
     with log.open("w") as out:
-        out.write(step * 60_000)  # about 5 MB: past the head (1 MiB) and the tail (256 KiB)
+        out.write(step * 60_000)  # about 5 MB: past the head (64 KiB) and the tail (256 KiB)
         out.write("ValueError: the dataset column 'text' is missing\n")
     main(["diagnose", "--offline", "--json", str(log)])
     report = json.loads(capsys.readouterr().out)

@@ -15,7 +15,7 @@ from envcheck.diagnose.structure.events import ANCHORS as STRUCTURE
 TRACEBACK = b"Traceback (most recent call last):"
 KEY = 8  # bytes of each anchor the prefilter looks for (at least MIN_KEY)
 MIN_KEY = 4
-KEY_TRIES = 8  # starts tried per anchor for a key that is rare in the log's first MiB
+KEY_TRIES = 8  # starts tried per anchor for a key that is rare in the log's first 64 KiB (scan._SAMPLE)
 FREQUENT_KEY = 8  # occurrences in that MiB above which a key is too frequent
 COMMON_SHARE = 0.002  # a key whose first byte is more than this share of a log's bytes slows `re`'s alternation
 

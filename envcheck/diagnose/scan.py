@@ -27,10 +27,12 @@ MAX_LINE = 64 * 1024  # longer lines are matched in segments of this size
 KEEP = 4  # hits kept verbatim per signature: the first KEEP - 1 and the last
 MAX_TEXT = 600  # characters of a matched line kept as evidence
 _PROBE_LINES = 400
-_SAMPLE = 1024 * 1024  # lines after a traceback header searched for its exception line
+# The head: where anchors common in this log are looked for (and the log's first stamp and pids), and what the
+# anchors' keys are chosen from. (The stamp regex has no literal: an unstamped log's first MiB would cost 0.1 s.)
+_SAMPLE = 64 * 1024
 # Where logs name the run's process ids: torchrun's `(pid: 2610)` and `received by PID 2610`, `pid=2610`, the
 # DeepSpeed launcher's `Killing subprocess 2610`, elastic's `Sending process 2610 closing signal`, a pasted
-# `Killed process 2610`, a shell's `line 1:  2610 Killed`. Searched in the first MiB and the last RECENT bytes
+# `Killed process 2610`, a shell's `line 1:  2610 Killed`. Searched in the first _SAMPLE and the last RECENT bytes
 # of each log only (where a run starts and where its death is reported): anchors as common as "pid" in the
 # prefilter would halve the scan's speed on step logs.
 RECENT = 256 * 1024
