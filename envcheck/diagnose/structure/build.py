@@ -42,14 +42,18 @@ _EXT_NAME = re.compile(r"-DTORCH_EXTENSION_NAME=(?P<name>\w+)")
 # Compiler errors (gcc/clang "f.cu:16:3: error:", nvcc/MSVC "f.cu(16): error", "error C2398") in a DeepSpeed source
 # tree: a path with "deepspeed", or one of the csrc/ folders only DeepSpeed has (DeepSpeed csrc/; for a compiler
 # error also includes/, spatial/ and cpu/; -Icsrc/includes marks a build in _DS_CONTEXT).
-_DS_FOLDERS = ("adam", "aio", "lamb", "lion", "transformer", "quantization", "sparse_attention", "random_ltd",
+_DS_FOLDERS = ("adam", "aio", "lamb", "lion", "transformer", "sparse_attention", "random_ltd",
                "fp_quantizer", "deepspeed4science", "gds")
+# DeepSpeed's csrc/quantization/ is also vLLM's and llm-awq's: a DeepSpeed tree only beside another mark of DeepSpeed
+_SHARED_FOLDERS = ("quantization",)
 _DS_TREE = r"(?:(?i:deepspeed)|csrc[/\\](?:" + "|".join((*_DS_FOLDERS, "includes", "spatial", "cpu")) + r")[/\\])"
+_SHARED_TREE = r"csrc[/\\](?:" + "|".join(_SHARED_FOLDERS) + r")[/\\]"
 # DeepSpeed's own header csrc/includes/ds_kernel_utils.h (hipify's ds_kernel_utils_hip.h), in a compiler's include
 # chain: a DeepSpeed op build, also where its csrc/ folder names are other projects' too (vLLM's csrc/quantization/).
 ANCHORS = (*ANCHORS, b"ds_kernel_utils")
 # (ROCm's hipify writes DeepSpeed's .cu sources as .hip.)
 _CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
+_CC_ERROR_SHARED = re.compile(_SHARED_TREE + r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
 # torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...", and its failure "Error building
 # extension 'cpu_adam'".
 _BUILDING = re.compile(r"Building extension module (?P<op>\w+)|Error building extension '(?P<failed>\w+)'")
@@ -151,7 +155,9 @@ def events(lines: list[Line]) -> list[Event]:
     ds_ops += [op for op in (op_name(n) for n in names) if op]
     ds_ops += [op for op in (_file_op(x.text) for x in lines) if op]
     ds_ops += [op for op in folders if op in DS_OPS]
-    compile_error = next((line for line in lines if _CC_ERROR.search(line.text)), None)
+    ds_context = any(_DS_CONTEXT.search(x.text) for x in lines)
+    compile_error = next((line for line in lines if _CC_ERROR.search(line.text) or (
+        (ds_context or ds_ops) and _CC_ERROR_SHARED.search(line.text))), None)
     # beside another job's compiler killed for memory (SIG152, 0.9), a compiler's own error is what more RAM would not
     # fix: it comes first
     killed = any(KILLED.search(x.text) for x in lines)
@@ -166,7 +172,6 @@ def events(lines: list[Line]) -> list[Event]:
             compile_error.file, compile_error.number, compile_error.text, "DeepSpeed csrc/ (compiler output)",
             f"{src.group('a')}_{src.group('b')}" if src else (ds_ops[0] if ds_ops else "")))
     failed_command = next((line for line in lines if _COMMAND_FAILED.search(line.text)), None)
-    ds_context = any(_DS_CONTEXT.search(x.text) for x in lines)
     deepspeed = bool(ds_ops) or ds_context
     # an extension the log names that is not a DeepSpeed op (mamba's selective_scan): its build is not DeepSpeed's
     foreign = not deepspeed and any(not op_name(name) for name in built + folders + names)
