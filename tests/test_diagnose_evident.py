@@ -23,6 +23,11 @@ MISSES = {
     "f222": ("unknown", "triton's own CMake build cannot find cuda_runtime_api.h (a dependency of an old DeepSpeed)"),
     "f314": ("unknown", "bitsandbytes' search for libcudart.so, then its PyTorch settings: it goes on (as c1410)"),
     "f322": ("unknown", "cudarc's list of cuDNN names lacks libcudnn.so.9, which is installed"),
+    "f912": ("unknown", "Ray's list of a dead worker's possible causes ('(1) The process is killed by SIGKILL by OOM "
+             "killer ...', (2) ray stop, (3) a crash) and the user's memory figures in prose"),
+    "f913": ("unknown", "the same Ray list of possible causes under '(raylet) A worker died or was killed'"),
+    "f1017": ("unknown", "safetensors' 'unable to mmap N bytes ... Cannot allocate memory (12)': ENOMEM of a mapping, "
+              "which a map count or overcommit limit gives too"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }

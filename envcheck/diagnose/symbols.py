@@ -14,6 +14,9 @@ _UNDEFINED = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*): undefined symbol: (
 # Linux's "(deleted)": the loader names a library whose file was removed since the process mapped it (a package
 # upgraded under a running process).
 _MISSING = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*)(?: \(deleted\))?: cannot open shared object file")
+# glibc elf/dl-lookup.c: "<lib>: symbol cudaFreeAsync version libcudart.so.11.0 not defined in file libcudart.so.11.0
+# with link time reference": the library that needs the symbol version is the one to blame.
+_VERSION_UNDEFINED = re.compile(r"(?P<lib>[^\s:'\"(\[]+\.so[^\s:]*): symbol \S+ version \S+ not defined in file")
 # macOS dyld through dlopen (dyld/DyldAPIs.cpp prefixes "dlopen(<path>, <flags>): " to Loader.cpp's "Symbol not
 # found: <sym>"): the library whose load failed is the one at the path.
 _MAC_SYMBOL = re.compile(r"dlopen\((?P<lib>[^,\s)]+\.(?:so|dylib)), \d+\): Symbol not found")
@@ -86,7 +89,7 @@ def library_of(text: str) -> str:
     """The library a loader/linker/import line names: flash_attn_2_cuda (an extension's .so), libcudnn (a missing
     .so.N), libcurand (ld's -lcurand), the missing module; "" when it names none."""
     text = unlinked(text)
-    for regex in (_UNDEFINED, _MISSING, _VERSION_NEEDED, _MAC_SYMBOL):
+    for regex in (_UNDEFINED, _MISSING, _VERSION_NEEDED, _MAC_SYMBOL, _VERSION_UNDEFINED):
         found = regex.search(text)
         if found:
             path = found.group("lib")
