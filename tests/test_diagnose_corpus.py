@@ -68,7 +68,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     # the REPL's answer alone: a CPU build and a driver too old for torch's CUDA both print it
     "c2399": ("unknown", "'>>> torch.cuda.is_available()' answered False; the driver was too old for torch 1.3"),
     # the missing-submodule rule needs the importing frame, which the paste wrapped
-    "c2440": ("unknown", "'No module named triton.common' under unsloth's frame, wrapped mid-line; update triton"),
     "c2443": ("unknown", "Megatron's NCCL INFO start-up lines, cut off before the error; --shm-size fixed it"),
     "c2448": ("unknown", "'self and mat2 must have the same dtype' in a QLoRA run; a newer peft fixed it"),
     "c2450": ("unknown", "torchrun's ChildFailedError summary (exitcode 1) alone; the thread found GPU memory"),

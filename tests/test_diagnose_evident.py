@@ -28,6 +28,15 @@ MISSES = {
     "f913": ("unknown", "the same Ray list of possible causes under '(raylet) A worker died or was killed'"),
     "f1017": ("unknown", "safetensors' 'unable to mmap N bytes ... Cannot allocate memory (12)': ENOMEM of a mapping, "
               "which a map count or overcommit limit gives too"),
+    "f1403": ("unknown", "pydantic 2's 'FieldInfo' object has no attribute 'required' deep in transformers' import: an "
+              "object's attribute, which any bug raises too"),
+    "f1404": ("unknown", "k2's own CMake check: 'PyTorch 1.13.0 is compiled with CUDA None'"),
+    "f1405": ("unknown", "k2's own assert: 'PyTorch is built with CUDA version: 11.7. The current running CUDA version is: "
+              "10.2.89'"),
+    "f1503": ("unknown", "torchvision's 'Failed to register operator torchvision::_new_empty_tensor_op' under torch.onnx"),
+    "f1519": ("unknown", "Python 3.6's 'cannot import name' without the module it was imported from"),
+    "f1601": ("unknown", "'Killed' glued to a progress bar inside the user's quoted sentence"),
+    "f1605": ("unknown", "an old peft's model object without merge_and_unload (an object's attribute)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }

@@ -19,6 +19,7 @@ from envcheck.diagnose.model import Cause, Evidence, Fix, LinkedFinding, ScanRes
 from envcheck.diagnose.structure.finished import FINISHED
 from envcheck.diagnose.structure.installer import BUILT
 from envcheck.diagnose.structure.model import Event
+from envcheck.diagnose.structure.ngc import COMPAT_OK, STATUS_LINES
 from envcheck.diagnose.structure.no_cuda import GPU_BUILD, WEAK
 from envcheck.diagnose.structure.tracebacks import INTERRUPTED, WEAK_CRASH
 from envcheck.diagnose.symbols import describe_line, library_of
@@ -132,6 +133,7 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         del drafts["segfault_other"]  # threads aborting at the exit of a run the user stopped: no crash to hunt
     if crash is not None and "segfault_other" in drafts:
         _after_training(crash, [e for e in events if e.kind == FINISHED])
+    _drop_compat_probe(drafts, [e for e in events if e.kind == COMPAT_OK])
     _link_findings(drafts, findings)
     for cause in BUILD_CAUSES:  # nvcc or the CUDA check stopped a build: the package pip was building is to blame
         if cause in drafts and drafts[cause].library is None and hints:
@@ -167,6 +169,18 @@ def _after_training(crash: _Draft, finished: list[Event]) -> None:
         "files and sizes; envcheck ckpt verify <dir>). A crash at exit is often a thread or a CUDA/NCCL object "
         "destroyed after the interpreter: end a distributed script with torch.distributed.destroy_process_group().",
         ("envcheck ckpt verify <output_dir>",)))
+
+
+def _drop_compat_probe(drafts: dict[str, _Draft], compat: list[Event]) -> None:
+    """A driver cause read only from the status lines under an NGC container's "compatibility mode ENABLED" note is
+    the driver check's record of its probe, and the container runs (structure/ngc.py)."""
+    d = drafts.get("driver_too_old")
+    if d is None or not compat:
+        return
+    log = [e for e in d.evidence if e.source == "log" and e.line is not None]
+    if log and len(log) == len(d.evidence) and all(
+            any(c.file == e.file and 0 < e.line - c.line <= STATUS_LINES for c in compat) for e in log):  # type: ignore[operator]
+        del drafts["driver_too_old"]
 
 
 def _structure_evidence(events: tuple[Event, ...], draft, drafts: dict[str, _Draft],  # type: ignore[no-untyped-def]

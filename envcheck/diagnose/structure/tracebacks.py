@@ -82,6 +82,10 @@ def loose(lines: list[Line], parsed: list[Traceback]) -> list[Traceback]:
 
 
 _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<mod>[\w.]+)'")
+# "No module named 'datasets.exceptions'": Python imports a dotted name part by part and reports the first part it
+# cannot find, so 'datasets' was found and has no 'exceptions': another release of it. Not a private compiled module
+# ('torch._C': a broken install or a run inside the source tree) nor DeepSpeed's ops (not pre-built: JIT-built).
+_NO_SUBMODULE = re.compile(r"No module named '(?P<pkg>[A-Za-z]\w*)\.(?P<sub>[A-Za-z][\w.]*)'")
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
 # NumPy 1.24 removed its aliases of Python's builtins (doc/source/release/1.24.0-notes.rst); NumPy 2.0 has np.bool
 # and np.long again.
@@ -157,9 +161,9 @@ def interrupted(lines: list[Line]) -> list[Event]:
 # (A loose line's leading quote may be taken by _LOOSE's punctuation: "` 'DeepSpeedCPUAdam' object ...`".)
 _DS_OPT = re.compile(r"DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
-ANCHORS = (b"cannot import name", b"has no attribute", b"mismatches the version", b"was removed in the NumPy",
-           b"does not match the version torch", b"but the version found is", b"KeyboardInterrupt",
-           b"Signals.SIGINT death signal")
+ANCHORS = (b"cannot import name", b"has no attribute", b"No module named '", b"mismatches the version",
+           b"was removed in the NumPy", b"does not match the version torch", b"but the version found is",
+           b"KeyboardInterrupt", b"Signals.SIGINT death signal")
 _LOOSE = re.compile(r"^\W{0,3}(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))?:?\s*(?P<msg>.*)$")
 
 
@@ -245,6 +249,18 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 f"Install the {mod} version the calling package requires (see its requirements), "
                                 f"e.g. pip install '{mod}==<the version it was written for>'.",
                                 "CPython import machinery (ImportError: cannot import name)", mod))
+        elif (tb.type.endswith(("ModuleNotFoundError", "ImportError")) or not tb.type) and (
+                sub := _NO_SUBMODULE.search(message)) and sub.group("pkg") != "deepspeed":
+            mod = sub.group("pkg")
+            found.append(_event(tb, "no_submodule", "version_conflict", 0.6,
+                                f"{mod} has no module {sub.group('sub')}: another release of {mod} is installed",
+                                f"Python found {mod} but not its module {sub.group('sub')}: the calling code was written "
+                                f"for a release of {mod} that has it (a newer or an older one), or a folder named {mod} "
+                                "shadows the package.",
+                                f"Install the {mod} release the calling package requires (see its requirements); check "
+                                f"that no local folder or file named {mod} is on the path.",
+                                "CPython import machinery (ModuleNotFoundError for the first part of a dotted name "
+                                "that is not found)", mod))
         elif _MIN_VERSION.search(message):
             hit = _MIN_VERSION.search(message)
             mod = (hit.group("mod") or "transformers").lower()  # type: ignore[union-attr]
