@@ -52,3 +52,24 @@ def test_an_evident_log_reads_as_the_cause_its_lines_show(entry: dict) -> None:
 
 def test_each_listed_miss_is_an_evident_log() -> None:
     assert set(MISSES) <= {entry["id"] for entry in LOGS}
+
+
+@pytest.mark.parametrize(("text", "cause"), [
+    # an installed package imports another's module that this release lacks (modelscope -> datasets.exceptions)
+    ('  File "/venv/lib/python3.9/site-packages/modelscope/msdatasets/utils/hf_datasets_util.py", line 24, in '
+     "<module>\n    from datasets.exceptions import DataFilesNotFoundError\nModuleNotFoundError: No module named "
+     "'datasets.exceptions'\n", "version_conflict"),
+    # a script's own package run from another folder: a layout, not a release
+    ('  File "/home/user/proj/train.py", line 3, in <module>\n    from utils.datasets import LoadImages\n'
+     "ModuleNotFoundError: No module named 'utils.datasets'\n", None),
+    ("ModuleNotFoundError: No module named 'models.common'\n", None),
+    # a private compiled module: a broken install or a run inside torch's source tree
+    ('  File "/venv/lib/python3.10/site-packages/torch/__init__.py", line 229, in <module>\n    from torch._C import *\n'
+     "ModuleNotFoundError: No module named 'torch._C'\n", None),
+])
+def test_a_dotted_module_missing_is_another_release_only_when_an_installed_package_asks(
+        tmp_path: Path, text: str, cause: str | None) -> None:
+    log = tmp_path / "import.log"
+    log.write_text("Traceback (most recent call last):\n" + text, encoding="utf-8")
+    causes = diagnose(Request(logs=(str(log),), system=False)).causes
+    assert (causes[0].cause if causes else None) == cause

@@ -86,6 +86,13 @@ _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<mod
 # cannot find, so 'datasets' was found and has no 'exceptions': another release of it. Not a private compiled module
 # ('torch._C': a broken install or a run inside the source tree) nor DeepSpeed's ops (not pre-built: JIT-built).
 _NO_SUBMODULE = re.compile(r"No module named '(?P<pkg>[A-Za-z]\w*)\.(?P<sub>[A-Za-z][\w.]*)'")
+# A project's own modules run from another folder ('utils.datasets' of a script's checkout, a checkpoint pickled with
+# its 'models.common'): a layout, not a release. So the import must come from an installed package's frame (under
+# site-packages), or, in a paste without frames, name no folder name projects use for their own code.
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+_LOCAL_NAMES = frozenset({"utils", "util", "src", "models", "model", "data", "lib", "common", "core", "tools", "config",
+                          "configs", "app", "modules", "helpers", "scripts", "test", "tests", "dataset", "ops",
+                          "networks", "nets", "layers", "train", "options", "datasets_local"})
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
 # NumPy 1.24 removed its aliases of Python's builtins (doc/source/release/1.24.0-notes.rst); NumPy 2.0 has np.bool
 # and np.long again.
@@ -250,7 +257,8 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 f"e.g. pip install '{mod}==<the version it was written for>'.",
                                 "CPython import machinery (ImportError: cannot import name)", mod))
         elif (tb.type.endswith(("ModuleNotFoundError", "ImportError")) or not tb.type) and (
-                sub := _NO_SUBMODULE.search(message)) and sub.group("pkg") != "deepspeed":
+                sub := _NO_SUBMODULE.search(message)) and sub.group("pkg") != "deepspeed" and (
+                _INSTALLED.search(tb.paths[-1]) if tb.paths else sub.group("pkg") not in _LOCAL_NAMES):
             mod = sub.group("pkg")
             found.append(_event(tb, "no_submodule", "version_conflict", 0.6,
                                 f"{mod} has no module {sub.group('sub')}: another release of {mod} is installed",
