@@ -73,3 +73,24 @@ def test_a_dotted_module_missing_is_another_release_only_when_an_installed_packa
     log.write_text("Traceback (most recent call last):\n" + text, encoding="utf-8")
     causes = diagnose(Request(logs=(str(log),), system=False)).causes
     assert (causes[0].cause if causes else None) == cause
+
+
+BANNER = ("WARNING: CUDA Minor Version Compatibility mode ENABLED.\n"
+          "  Using driver version 510.108.03 which has support for CUDA 11.6.  This container\n"
+          "  was built with CUDA 11.8 and will be run in Minor Version Compatibility mode.\n"
+          "  CUDA Forward Compatibility is preferred over Minor Version Compatibility for use\n"
+          "  with this container but was unavailable:\n"
+          "  [[Forward compatibility was attempted on non supported HW (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE) "
+          "cuInit()=804]]\n")
+
+
+def test_an_ngc_banners_probe_status_is_no_driver_fault_but_a_failure_after_it_is(tmp_path: Path) -> None:
+    """NGC's start-up check quotes the 804 of its forward-compatibility probe under 'Minor Version Compatibility
+    mode ENABLED', and the container runs (structure/ngc.py); a CUDA error the run itself raises right after the
+    banner is still read."""
+    alone, failed = tmp_path / "banner.log", tmp_path / "failed.log"
+    alone.write_text(BANNER, encoding="utf-8")
+    failed.write_text(BANNER + "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.\n",
+                      encoding="utf-8")
+    assert diagnose(Request(logs=(str(alone),), system=False)).causes == ()
+    assert diagnose(Request(logs=(str(failed),), system=False)).causes[0].cause == "driver_too_old"

@@ -92,7 +92,12 @@ _NO_SUBMODULE = re.compile(r"No module named '(?P<pkg>[A-Za-z]\w*)\.(?P<sub>[A-Z
 _INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 _LOCAL_NAMES = frozenset({"utils", "util", "src", "models", "model", "data", "lib", "common", "core", "tools", "config",
                           "configs", "app", "modules", "helpers", "scripts", "test", "tests", "dataset", "ops",
-                          "networks", "nets", "layers", "train", "options", "datasets_local"})
+                          "networks", "nets", "layers", "train", "options", "datasets_local",
+                          # namespace packages ('google.protobuf' is the protobuf distribution, 'google.colab' only
+                          # Colab's), NVIDIA's nvidia-* wheels, and PyPI's apex, which is not NVIDIA's
+                          "google", "azure", "nvidia", "apex"})
+# torch.load / pickle finding a class of the module a checkpoint was pickled with: the pickling project's layout
+_UNPICKLING = re.compile(r"[/\\](?:serialization|pickle|_pickle)\.py$")
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
 # NumPy 1.24 removed its aliases of Python's builtins (doc/source/release/1.24.0-notes.rst); NumPy 2.0 has np.bool
 # and np.long again.
@@ -256,9 +261,8 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 f"Install the {mod} version the calling package requires (see its requirements), "
                                 f"e.g. pip install '{mod}==<the version it was written for>'.",
                                 "CPython import machinery (ImportError: cannot import name)", mod))
-        elif (tb.type.endswith(("ModuleNotFoundError", "ImportError")) or not tb.type) and (
-                sub := _NO_SUBMODULE.search(message)) and sub.group("pkg") != "deepspeed" and (
-                _INSTALLED.search(tb.paths[-1]) if tb.paths else sub.group("pkg") not in _LOCAL_NAMES):
+        elif tb.type.endswith(("ModuleNotFoundError", "ImportError")) and (
+                sub := _NO_SUBMODULE.search(message)) and _another_release(tb, sub, message):
             mod = sub.group("pkg")
             found.append(_event(tb, "no_submodule", "version_conflict", 0.6,
                                 f"{mod} has no module {sub.group('sub')}: another release of {mod} is installed",
@@ -303,6 +307,18 @@ def _raises_mismatch(tb: Traceback) -> bool:
     itself: "RuntimeError:" and "The detected CUDA v")."""
     source = [c for c in tb.code if c.strip("^~ ")]  # not Python 3.11's ^^^ marks under it
     return bool(source) and "raise RuntimeError(CUDA_MISMATCH_MESSAGE" in source[-1]
+
+
+def _another_release(tb: Traceback, sub: re.Match[str], message: str) -> bool:
+    """Whether 'No module named a.b' says another release of a: an installed package's frame imports it (not a
+    script's own package, nor a checkpoint unpickled), or a paste without frames names no local folder name; not
+    'a' is not a package (a module of the user's named a shadows it), nor DeepSpeed's ops (JIT-built)."""
+    pkg = sub.group("pkg")
+    if pkg == "deepspeed" or pkg in _LOCAL_NAMES or f"'{pkg}' is not a package" in message:
+        return False
+    if not tb.paths:
+        return True
+    return bool(_INSTALLED.search(tb.paths[-1])) and not _UNPICKLING.search(tb.paths[-1])
 
 
 def _event(tb: Traceback, kind: str, cause: str, confidence: float, title: str, explanation: str, fix: str,
