@@ -37,6 +37,17 @@ MISSES = {
     "f1519": ("unknown", "Python 3.6's 'cannot import name' without the module it was imported from"),
     "f1601": ("unknown", "'Killed' glued to a progress bar inside the user's quoted sentence"),
     "f1605": ("unknown", "an old peft's model object without merge_and_unload (an object's attribute)"),
+    "f1703": ("unknown", "a page's restatement: a backend 'not available or outdated' (deep_gemm)"),
+    "f1806": ("missing_cuda_library", "libtorch_cuda_cu.so not found: the corpus's label rule reads a loader failing "
+              "so as a missing library (dev c2061, c2073); the collector read it as an extension built for torch 1.x"),
+    "f1807": ("unknown", "DGL's 'Cannot find DGL C++ graphbolt library ... libgraphbolt_pytorch_2.3.0.so'"),
+    "f1809": ("unknown", "a jax/jaxlib pair the paste shows only in its version lines"),
+    "f1811": ("segfault_other", "NCCL's watchdog reporting an illegal memory access: the CUDA error is what it shows"),
+    "f1815": ("unknown", "torchrl against another torch, shown only as an attribute error"),
+    "f1919": ("unknown", "flash_attn's interface changed under the caller, shown as an attribute error"),
+    "f2009": ("unknown", "'No module named torch._custom_ops': a private module of torch (left out by design)"),
+    "f2019": ("unknown", "an IPython release against the notebook server, shown as an ImportError of a name"),
+    "f2021": ("unknown", "a matplotlib release shown only as an attribute error"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }
