@@ -178,8 +178,11 @@ def _drop_compat_probe(drafts: dict[str, _Draft], compat: list[Event]) -> None:
     if d is None or not compat:
         return
     log = [e for e in d.evidence if e.source == "log" and e.line is not None]
-    if log and len(log) == len(d.evidence) and all("[[" in e.text and any(  # the banner's "[[<status>]]" lines
-            c.file == e.file and 0 < e.line - c.line <= STATUS_LINES for c in compat) for e in log):  # type: ignore[operator]
+    # only the banner's "[[<status>]]" lines, each under a note that a compatibility mode is enabled
+    def under_note(e: Evidence) -> bool:
+        return "[[" in e.text and any(c.file == e.file and 0 < (e.line or 0) - c.line <= STATUS_LINES for c in compat)
+
+    if log and len(log) == len(d.evidence) and all(under_note(e) for e in log):
         del drafts["driver_too_old"]
 
 

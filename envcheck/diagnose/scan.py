@@ -9,23 +9,19 @@ kept hits per signature are all that is held.
 from __future__ import annotations
 
 import re
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from envcheck.diagnose import headless
 from envcheck.diagnose.matcher import TRACEBACK, Matcher
-from envcheck.diagnose.model import Hit, ScanResult, SignatureHits
+from envcheck.diagnose.model import ScanResult, SignatureHits
 from envcheck.diagnose.source import OpenedLog
 from envcheck.diagnose.stamps import LogStamps
 from envcheck.diagnose.structure.events import WITH_NEXT
 from envcheck.diagnose.structure.model import Line
-from envcheck.diagnose.symbols import unlinked
+from envcheck.diagnose.tally import BLOCKS, Tally, text
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 64 * 1024  # longer lines are matched in segments of this size
-KEEP = 4  # hits kept verbatim per signature: the first KEEP - 1 and the last
-MAX_TEXT = 600  # characters of a matched line kept as evidence
 _PROBE_LINES = 400
 # The head: where anchors common in this log are looked for (and the log's first stamp and pids), and what the
 # anchors' keys are chosen from. (The stamp regex has no literal: an unstamped log's first MiB would cost 0.1 s.)
@@ -46,8 +42,6 @@ MAX_PIDS = 512
 # a one-byte find (a two-byte `in` is 25 times slower).
 _ESC = b"\x1b"
 _ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-EXCERPT = 4000  # structure lines kept: the first EXCERPT and the last EXCERPT // 4 (bounded memory)
-BLOCKS = 200  # traceback blocks kept: the first BLOCKS and the last BLOCKS // 4
 BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
 BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
 
@@ -65,52 +59,8 @@ def _plain(data: bytes) -> bytes:
     return data
 
 
-@dataclass
-class _Tally:
-    """Mutable accumulator inside one scan; frozen into a ScanResult at the end."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    kept: dict[str, list[Hit]] = field(default_factory=dict)
-    exceptions: list[Hit] = field(default_factory=list)
-    pids: set[int] = field(default_factory=set)
-    excerpt: list[Line] = field(default_factory=list)
-    excerpt_tail: deque[Line] = field(default_factory=lambda: deque(maxlen=EXCERPT // 4))
-    blocks: list[tuple[list[Line], int]] = field(default_factory=list)
-    blocks_tail: deque[tuple[list[Line], int]] = field(default_factory=lambda: deque(maxlen=BLOCKS // 4))
-
-    def note(self, file: str, line: int, raw: bytes) -> None:
-        kept = Line(file, line, _text(raw))
-        (self.excerpt if len(self.excerpt) < EXCERPT else self.excerpt_tail).append(kept)
-
-    def block(self, lines: list[Line], prefix: int) -> None:
-        (self.blocks if len(self.blocks) < BLOCKS else self.blocks_tail).append((lines, prefix))
-
-    def add(self, rule_id: str, file: str, line: int, raw: bytes) -> None:
-        n = self.counts.get(rule_id, 0) + 1
-        self.counts[rule_id] = n
-        hit = Hit(rule_id, file, line, _text(raw))
-        kept = self.kept.setdefault(rule_id, [])
-        if len(kept) < KEEP:
-            kept.append(hit)
-        else:
-            kept[-1] = hit  # keep the first KEEP - 1 and the latest
-
-    def exception(self, file: str, line: int, raw: bytes) -> None:
-        hit = Hit("traceback", file, line, _text(raw))
-        if len(self.exceptions) < 2:
-            self.exceptions.append(hit)
-        else:
-            self.exceptions[-1] = hit
-
-
-def _text(raw: bytes) -> str:
-    """A kept line as text, with Markdown links of pasted file names put back as the names (symbols.unlinked)."""
-    text = unlinked(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
-
-
 class _Scanner:
-    def __init__(self, matcher: Matcher, name: str, tally: _Tally) -> None:
+    def __init__(self, matcher: Matcher, name: str, tally: Tally) -> None:
         self.m, self.name, self.tally = matcher, name, tally
         self.line = 1  # number of the first line of the next block
         self.started = False
@@ -178,7 +128,8 @@ class _Scanner:
         if complete:
             self.line += lines
 
-    def _part(self, data: bytes, lo: int, hi: int, cut: int, prefilter, fast, prefilter_rest, fast_rest) -> None:  # type: ignore[no-untyped-def]
+    def _part(self, data: bytes, lo: int, hi: int, cut: int, prefilter, fast,  # type: ignore[no-untyped-def]
+              prefilter_rest, fast_rest) -> None:
         """Match DATA[LO:HI] (LO a line start of this block), tracebacks read before CUT only."""
         first = self.line + data.count(b"\n", self.block_lo, lo)
         if lo < min(hi, cut):
@@ -327,7 +278,7 @@ class _Scanner:
         prefix = header[:header.find(TRACEBACK)] if frame_prefix is None else frame_prefix  # a frame as its header
         if prefix.endswith((b"^C", b"^\\")):  # the terminal's echo of Ctrl-C (Ctrl-\) before Python's traceback
             prefix = prefix[:-2]
-        kept = [Line(self.name, line, _text(header))]
+        kept = [Line(self.name, line, text(header))]
         pos, exception_at = end, 0
         for offset in range(1, _PROBE_LINES):
             if pos >= hi:
@@ -344,7 +295,7 @@ class _Scanner:
             if exception_at:
                 if not body.strip() or offset > exception_at + BLOCK_TAIL:
                     break
-                kept.append(Line(self.name, line + offset, _text(candidate)))
+                kept.append(Line(self.name, line + offset, text(candidate)))
                 continue
             if frame_prefix is not None and body and body[:1] not in b" \t" and not headless.EXCEPTION.match(body):
                 if body.strip() in headless.ELIDED:
@@ -352,7 +303,7 @@ class _Scanner:
                 break  # frames without a header and without an exception after them: a printed stack
             if len(kept) > BLOCK_FRAMES:  # a deep stack: the header and the innermost frames are what tell
                 del kept[1]
-            kept.append(Line(self.name, line + offset, _text(candidate)))
+            kept.append(Line(self.name, line + offset, text(candidate)))
             if body and body[:1] not in b" \t":
                 if not body.startswith((b"During handling", b"The above exception")):
                     self.tally.exception(self.name, line + offset, candidate)
@@ -372,7 +323,7 @@ def _held(data: bytes, start: int, end: int, line: bytes, inline: tuple[bytes, .
 
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
     """Scan every log in turn; line numbers are per file."""
-    tally, names, total_bytes, total_lines = _Tally(), [], 0, 0
+    tally, names, total_bytes, total_lines = Tally(), [], 0, 0
     firsts, lasts, ends = [], [], []
     for log in logs:
         names.append(log.name)

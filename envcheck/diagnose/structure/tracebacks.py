@@ -266,9 +266,9 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
             mod = sub.group("pkg")
             found.append(_event(tb, "no_submodule", "version_conflict", 0.6,
                                 f"{mod} has no module {sub.group('sub')}: another release of {mod} is installed",
-                                f"Python found {mod} but not its module {sub.group('sub')}: the calling code was written "
-                                f"for a release of {mod} that has it (a newer or an older one), or a folder named {mod} "
-                                "shadows the package.",
+                                f"Python found {mod} but not its module {sub.group('sub')}: the calling code was "
+                                f"written for a release of {mod} that has it (a newer or an older one), or a folder "
+                                f"named {mod} shadows the package.",
                                 f"Install the {mod} release the calling package requires (see its requirements); check "
                                 f"that no local folder or file named {mod} is on the path.",
                                 "CPython import machinery (ModuleNotFoundError for the first part of a dotted name "
