@@ -53,12 +53,17 @@ def toy(text: str) -> str:
     return first[1] if first else "unknown"
 
 
+def _dotted(name: str) -> str:
+    """NAME in lower case without its shared-library suffix and an extension's ABI tag: the dotted module name."""
+    return re.sub(r"\.(?:cpython-[^.]*|abi3)$", "", name.lower().split(".so")[0])
+
+
 def _lib(name: str) -> str:
     """libcublasLt.so.11 and libcublasLt name one library; torch-scatter and torch_scatter one distribution (PEP
     503 normalises runs of '-', '_' and '.'); an extension's ABI tag (.cpython-38-x86_64-linux-gnu, .abi3) and the
     hash auditwheel gives a vendored copy (libcudart.7ec1eba6.so.12) name no other library, nor does the "lib" of a
     shared library's file name (ld's -lcurand and libcurand.so are curand)."""
-    base = re.sub(r"\.(?:cpython-[^.]*|abi3)$", "", re.sub(r"^lib(?=[a-z])", "", name.lower()).split(".so")[0])
+    base = re.sub(r"^lib(?=[a-z])", "", _dotted(name))
     # DeepSpeed's op and the module setup.py builds it as (deepspeed_ccl_comm, deepspeed.ops.comm.deepspeed_ccl_comm_op)
     return re.sub(r"-op$", "", re.sub(r"[-_.]+", "-", re.sub(r"[.-][0-9a-f]{8}$", "", base)))
 
@@ -71,8 +76,7 @@ def same_library(named: str, label: str) -> bool:
         return a == b
     if a == b:
         return True
-    dotted_a, dotted_b = (re.sub(r"\.(?:cpython-[^.]*|abi3)$", "", x.lower().split(".so")[0]) for x in (named, label))
-    parts_a, parts_b = dotted_a.split("."), dotted_b.split(".")
+    parts_a, parts_b = _dotted(named).split("."), _dotted(label).split(".")
     return (len(parts_a) != len(parts_b)) and (
         _lib(parts_a[0]) == _lib(parts_b[0]) or _lib(parts_a[-1]) == _lib(parts_b[-1]))
 

@@ -72,7 +72,6 @@ class _Scanner:
         self.head_lines = 0  # lines of the head, which were matched with every anchor
         self.tail, self.tail_line = b"", 1  # the last block's last RECENT bytes (from a line start), its first line
         self.skipped = -1  # where in the block being matched the first traceback past the first BLOCKS starts
-        self.block_lo = 0
 
     def block(self, data: bytes, complete: bool, lo: int = 0, hi: int | None = None) -> None:
         """Match DATA[LO:HI], which ends at a line end (or is a segment of an over-long line when not complete).
@@ -82,7 +81,7 @@ class _Scanner:
         m = self.m
         hi = len(data) if hi is None else hi
         head: int | None = None
-        self.block_lo = lo  # where this block's first line (self.line) starts
+        head_filters: tuple[re.Pattern[bytes], re.Pattern[bytes] | None] | None = None
         if not self.started:
             self.started = True
             if data.startswith(b"\xef\xbb\xbf", lo):  # a UTF-8 byte-order mark (Windows editors) is no text
@@ -99,6 +98,7 @@ class _Scanner:
                 head = data.rfind(b"\n", lo, lo + _SAMPLE) + 1 if hi - lo > _SAMPLE else hi
                 head = max(head, lo)
                 self.head_lines = data.count(b"\n", lo, head)
+                head_filters = (m.prefilter(sample), m.prefilter(sample, m.rest) if m.fast is None else None)
             self._headless(data, lo, hi)
         lines = data.count(b"\n", lo, hi) if complete else 0
         if complete:
@@ -111,12 +111,10 @@ class _Scanner:
         # found from the block's end, and traceback lines are no candidates (a log dense in tracebacks stays linear)
         cut, self.skipped = self._kept_until(data, lo, hi), -1
         begin = lo
-        if head is not None:  # the head: every anchor, the common ones too
-            sample = data[lo:head]
-            self._part(data, lo, head, cut, m.prefilter(sample), m.fast,
-                       m.prefilter(sample, m.rest) if m.fast is None else None, m.fast_rest)
+        if head is not None and head_filters is not None:  # the head: every anchor, the common ones too
+            self._part(data, lo, lo, head, cut, head_filters[0], m.fast, head_filters[1], m.fast_rest)
             begin = head
-        self._part(data, begin, hi, cut, self.prefilter, m.fast, self.prefilter_rest, m.fast_rest)
+        self._part(data, lo, begin, hi, cut, self.prefilter, m.fast, self.prefilter_rest, m.fast_rest)
         if cut < hi or self.skipped >= 0:
             self._last_tracebacks(data, self.skipped if self.skipped >= 0 else cut, hi, lines)
         for rule in m.unanchored:
@@ -128,10 +126,11 @@ class _Scanner:
         if complete:
             self.line += lines
 
-    def _part(self, data: bytes, lo: int, hi: int, cut: int, prefilter, fast,  # type: ignore[no-untyped-def]
-              prefilter_rest, fast_rest) -> None:
-        """Match DATA[LO:HI] (LO a line start of this block), tracebacks read before CUT only."""
-        first = self.line + data.count(b"\n", self.block_lo, lo)
+    def _part(self, data: bytes, block_lo: int, lo: int, hi: int, cut: int,  # type: ignore[no-untyped-def]
+              prefilter, fast, prefilter_rest, fast_rest) -> None:
+        """Match DATA[LO:HI] (LO a line start of the block that starts at BLOCK_LO), tracebacks read before CUT
+        only."""
+        first = self.line + data.count(b"\n", block_lo, lo)
         if lo < min(hi, cut):
             self._match(data, lo, min(hi, cut), first, prefilter, fast, False)
         if max(lo, cut) < hi:
@@ -358,9 +357,9 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
         total_lines += scanner.line - 1
         # trailing blank lines are no part of what was printed (a log of blank lines alone ends at 0; blank lines
         # beyond the last RECENT bytes are not counted off)
-        text = scanner.recent.rstrip()
-        tail = scanner.recent[len(text):]
-        ends.append((log.name, 0 if not text and scanner.line - 1 <= tail.count(b"\n")
+        printed = scanner.recent.rstrip()
+        tail = scanner.recent[len(printed):]
+        ends.append((log.name, 0 if not printed and scanner.line - 1 <= tail.count(b"\n")
                      else max(0, scanner.line - 1 - max(0, tail.count(b"\n") - 1))))
         scanner.pids(scanner.recent)
         first, last = scanner.stamps.bounds()

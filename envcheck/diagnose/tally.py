@@ -56,11 +56,5 @@ class Tally:
 
 def text(raw: bytes) -> str:
     """A kept line as text, with Markdown links of pasted file names put back as the names (symbols.unlinked)."""
-    text = unlinked(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
-
-
-def text(raw: bytes) -> str:
-    """A kept line as text, with Markdown links of pasted file names put back as the names (symbols.unlinked)."""
     decoded = unlinked(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
     return decoded if len(decoded) <= MAX_TEXT else decoded[:MAX_TEXT] + "..."

@@ -52,8 +52,9 @@ _SHARED_TREE = r"csrc[/\\](?:" + "|".join(_SHARED_FOLDERS) + r")[/\\]"
 # chain: a DeepSpeed op build, also where its csrc/ folder names are other projects' too (vLLM's csrc/quantization/).
 ANCHORS = (*ANCHORS, b"ds_kernel_utils")
 # (ROCm's hipify writes DeepSpeed's .cu sources as .hip.)
-_CC_ERROR = re.compile(_DS_TREE + r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
-_CC_ERROR_SHARED = re.compile(_SHARED_TREE + r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error")
+_ERROR_IN_SOURCE = r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error"
+_CC_ERROR = re.compile(_DS_TREE + _ERROR_IN_SOURCE)
+_CC_ERROR_SHARED = re.compile(_SHARED_TREE + _ERROR_IN_SOURCE)
 # torch.utils.cpp_extension's JIT build: "Building extension module cpu_adam...", and its failure "Error building
 # extension 'cpu_adam'".
 _BUILDING = re.compile(r"Building extension module (?P<op>\w+)|Error building extension '(?P<failed>\w+)'")
