@@ -51,6 +51,9 @@ _SHARED_TREE = r"csrc[/\\](?:" + "|".join(_SHARED_FOLDERS) + r")[/\\]"
 # DeepSpeed's own header csrc/includes/ds_kernel_utils.h (hipify's ds_kernel_utils_hip.h), in a compiler's include
 # chain: a DeepSpeed op build, also where its csrc/ folder names are other projects' too (vLLM's csrc/quantization/).
 ANCHORS = (*ANCHORS, b"ds_kernel_utils")
+# A source of one of DeepSpeed's own csrc/ folders, in any line ("csrc/transformer/inference/csrc/pt_binding.cpp(1977):
+# note: ..."): the DeepSpeed context of a build whose paste kept its notes and setuptools' last line, not the error.
+ANCHORS = (*ANCHORS, *(b"csrc" + sep + name.encode() + sep for name in _DS_FOLDERS for sep in (b"/", b"\\")))
 # (ROCm's hipify writes DeepSpeed's .cu sources as .hip.)
 _ERROR_IN_SOURCE = r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error"
 _CC_ERROR = re.compile(_DS_TREE + _ERROR_IN_SOURCE)
@@ -110,6 +113,8 @@ _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit 
                              # distutils spawn (setuptools) when the compiler is not installed at all
                              r"|error: command '[^']+' failed: No such file or directory"
                              r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
+# pip's wheel_builder.py: "Failed building wheel for %s".
+_WHEEL_FAILED = re.compile(r"Failed building wheel for (?P<pkg>[\w.-]+)")
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
 _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops"
                          r"|deepspeed[/\\]inference[/\\]v2[/\\]kernels[/\\]|\bcsrc[/\\]includes[/\\]ds_kernel_utils"
@@ -197,7 +202,10 @@ def events(lines: list[Line]) -> list[Event]:
                 "CUDA matching torch.version.cuda), or avoid the op (another optimizer, DS_BUILD_<OP>=0).",
                 stopped.file, stopped.number, stopped.text,
                 "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", op))
-    if compile_error is None and failed_command is not None and ds_context:
+    # pip's "Failed building wheel for xformers": the command that failed built another package's wheel
+    other_wheel = any(m and not m.group("pkg").lower().startswith("deepspeed")
+                      for m in (_WHEEL_FAILED.search(x.text) for x in lines))
+    if compile_error is None and failed_command is not None and ds_context and not other_wheel:
         src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
         absent = "failed: No such file or directory" in failed_command.text
         found.append(Event(

@@ -223,7 +223,7 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
             # a reason the compiler readers know (a g++ outside CUDA's bounds, nvcc missing) names the title and fix
             reason = first_error([Line(tb.file, tb.line, message)])
             found.append(_event(tb, "ds_setup", "deepspeed_build_failure", 0.78,
-                                "Installing DeepSpeed failed in its setup.py: "
+                                "Installing or building DeepSpeed from source failed: "
                                 + (reason.reason if reason else tb.type or "an error"),
                                 "DeepSpeed's setup.py (and its op_builder, which it runs to pre-build or list ops) "
                                 f"raised {tb.type or 'an error'} while pip or setup.py installed DeepSpeed from "
@@ -327,10 +327,12 @@ def _event(tb: Traceback, kind: str, cause: str, confidence: float, title: str, 
 
 
 def _in_deepspeed_setup(tb: Traceback) -> bool:
-    """Whether DeepSpeed's own setup.py is on the traceback's stack (an install from source, not a training run)."""
-    if any(_DS_SETUP.search(p) for p in tb.paths):
-        return True
-    return any(p.endswith("setup.py") for p in tb.paths) and any(_SOURCE_OP_BUILDER.search(p) for p in tb.paths)
+    """Whether DeepSpeed's own setup.py, or its source tree's top-level op_builder/ (which an install, a source build or
+    a run from a checkout imports; an installed DeepSpeed has deepspeed/ops/op_builder/), is on the traceback's stack
+    and the exception is not an interrupt: a paste may keep only the frames inside op_builder/."""
+    if tb.type.rsplit(".", 1)[-1] in _INTERRUPTS:
+        return False
+    return any(_DS_SETUP.search(p) or _SOURCE_OP_BUILDER.search(p) for p in tb.paths)
 
 
 def _in_deepspeed_jit_load(tb: Traceback) -> bool:
