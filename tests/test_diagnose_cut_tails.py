@@ -66,3 +66,13 @@ def test_an_interrupt_inside_the_source_op_builder_is_no_build_failure(tmp_path:
           "  File \"/src/DeepSpeed/op_builder/builder.py\", line 750, in load\n"
           "    return self.jit_load(verbose)\nKeyboardInterrupt\n")
     assert primary_of(capsys, tmp_path, tb)["cause"] != "deepspeed_build_failure"
+
+
+def test_another_projects_csrc_adam_build_is_not_deepspeeds() -> None:
+    """Uni-Core builds its own extension from csrc/adam/ (a review's counter-example, mined/review-revK-05): nvcc's
+    architecture error is the cause, and no DeepSpeed op build is listed beside it."""
+    from envcheck.diagnose.engine import Request, diagnose
+
+    log = Path(__file__).parent / "assets" / "diagnose" / "mined" / "review-revK-05.log"
+    causes = [c.cause for c in diagnose(Request(logs=(str(log),), system=False)).causes]
+    assert causes[0] == "cuda_arch_unsupported" and "deepspeed_build_failure" not in causes

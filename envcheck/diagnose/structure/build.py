@@ -53,7 +53,7 @@ _SHARED_TREE = r"csrc[/\\](?:" + "|".join(_SHARED_FOLDERS) + r")[/\\]"
 ANCHORS = (*ANCHORS, b"ds_kernel_utils")
 # A source of one of DeepSpeed's own csrc/ folders, in any line ("csrc/transformer/inference/csrc/pt_binding.cpp(1977):
 # note: ..."): the DeepSpeed context of a build whose paste kept its notes and setuptools' last line, not the error.
-ANCHORS = (*ANCHORS, *(b"csrc" + sep + name.encode() + sep for name in _DS_FOLDERS for sep in (b"/", b"\\")))
+ANCHORS = (*ANCHORS, b"' extension", *(b"csrc" + sep + name.encode() + sep for name in _DS_FOLDERS for sep in (b"/", b"\\")))
 # (ROCm's hipify writes DeepSpeed's .cu sources as .hip.)
 _ERROR_IN_SOURCE = r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error"
 _CC_ERROR = re.compile(_DS_TREE + _ERROR_IN_SOURCE)
@@ -113,8 +113,8 @@ _COMMAND_FAILED = re.compile(r"error: command '(?P<cmd>[^']+)' failed with exit 
                              # distutils spawn (setuptools) when the compiler is not installed at all
                              r"|error: command '[^']+' failed: No such file or directory"
                              r"|\d+ errors? detected in the compilation of \"(?P<src>[^\"]+)\"")
-# pip's wheel_builder.py: "Failed building wheel for %s".
-_WHEEL_FAILED = re.compile(r"Failed building wheel for (?P<pkg>[\w.-]+)")
+# pip's wheel_builder.py "Failed building wheel for %s"; setuptools' build_ext "building '%s' extension".
+_OTHER_BUILD = re.compile(r"Failed building wheel for (?P<pkg>[\w.-]+)|building '(?P<ext>[\w.]+)' extension")
 # A DeepSpeed op's sources: its csrc/<a>/<b>/csrc tree, setup.py's -Icsrc/includes, op_builder, DS_BUILD_* flags.
 _DS_CONTEXT = re.compile(r"csrc[/\\]\w+[/\\]\w+[/\\]csrc|-Icsrc[/\\]includes|op_builder|\bDS_BUILD_|deepspeed[/\\]ops"
                          r"|deepspeed[/\\]inference[/\\]v2[/\\]kernels[/\\]|\bcsrc[/\\]includes[/\\]ds_kernel_utils"
@@ -202,10 +202,11 @@ def events(lines: list[Line]) -> list[Event]:
                 "CUDA matching torch.version.cuda), or avoid the op (another optimizer, DS_BUILD_<OP>=0).",
                 stopped.file, stopped.number, stopped.text,
                 "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", op))
-    # pip's "Failed building wheel for xformers": the command that failed built another package's wheel
-    other_wheel = any(m and not m.group("pkg").lower().startswith("deepspeed")
-                      for m in (_WHEEL_FAILED.search(x.text) for x in lines))
-    if compile_error is None and failed_command is not None and ds_context and not other_wheel:
+    # pip's "Failed building wheel for xformers", setuptools' "building 'unicore_fused_adam' extension" or the
+    # extension's -DTORCH_EXTENSION_NAME: the command that failed built another package (Uni-Core has csrc/adam/ too)
+    other_build = any(m and not (m.group("pkg") or m.group("ext")).lower().startswith("deepspeed")
+                      for m in (_OTHER_BUILD.search(x.text) for x in lines)) or any(not op_name(n) for n in names)
+    if compile_error is None and failed_command is not None and ds_context and not other_build:
         src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
         absent = "failed: No such file or directory" in failed_command.text
         found.append(Event(

@@ -145,6 +145,9 @@ _DS_SETUP = re.compile(r"pip-(?:install|req-build)-\w+[/\\]deepspeed_\w+[/\\]set
 # An op's builder: op_builder/<NAME>.py (builder.py and __init__.py are the machinery, not an op).
 _BUILDER_FILE = re.compile(r"op_builder[/\\](?P<op>\w+)\.py$")
 _SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/\\]\w+\.py$")
+# ... whose folder is DeepSpeed's (a checkout or sdist named DeepSpeed*, pip's deepspeed_<hash>): ColossalAI, ROCm's
+# apex and MoE-Infinity have op_builder/ folders of their own
+_DS_OP_BUILDER = re.compile(r"(?:(?i:deepspeed)[\w.-]*|pip-(?:install|req-build)-\w+[/\\]deepspeed_\w+)[/\\]op_builder[/\\]\w+\.py$")
 # Causes of their own that an exception in DeepSpeed's setup.py or op build may carry (a CUDA mismatch, a CUDA
 # library that does not load, an op built for another torch, torch's CUDA_HOME check): those rules name them; the
 # install or build failure does not outrank them.
@@ -332,7 +335,11 @@ def _in_deepspeed_setup(tb: Traceback) -> bool:
     and the exception is not an interrupt: a paste may keep only the frames inside op_builder/."""
     if tb.type.rsplit(".", 1)[-1] in _INTERRUPTS:
         return False
-    return any(_DS_SETUP.search(p) or _SOURCE_OP_BUILDER.search(p) for p in tb.paths)
+    if any(_DS_SETUP.search(p) or _DS_OP_BUILDER.search(p) for p in tb.paths):
+        return True
+    # a setup.py beside an op_builder/ (pip's pip-req-build-x/): ColossalAI's marks its own messages "[extension]"
+    return (any(p.endswith("setup.py") for p in tb.paths) and any(_SOURCE_OP_BUILDER.search(p) for p in tb.paths)
+            and "[extension]" not in tb.message)
 
 
 def _in_deepspeed_jit_load(tb: Traceback) -> bool:
