@@ -82,7 +82,7 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c2783": ("unknown", "pyannote's TF32 warnings, cut off before NumPy 2's np.NAN error"),
     "c2834": ("unknown", "mmdeploy's TensorRT traceback cut off before its ImportError (libnvinfer.so.8)"),
 }
-TEST_FLOOR = 389  # benchmarks/README.md: test-half top-1 of the last measurement (389/455)
+TEST_FLOOR = 389  # benchmarks/README.md: test-half top-1 of the last measurement (389/455, da1f891)
 
 
 def _labels(split: str) -> list[dict]:
