@@ -23,7 +23,7 @@ def _tail(log_id: str, keep: int) -> str:
 @pytest.mark.parametrize(("log_id", "keep", "cause", "library"), [
     ("c687", 5, "driver_too_old", None),  # torch 0.4's five-line 'driver ... too old' message, its last five lines
     ("c2071", 5, "missing_cuda_library", "cudnn"),  # 'Invalid handle. Cannot load symbol cudnnCreateTensorDescriptor'
-    ("c2525", 5, "missing_cuda_library", "paddle"),  # Paddle's loader error, its Suggestions and '(at dynamic_loader.cc)'
+    ("c2525", 5, "missing_cuda_library", "paddle"),  # Paddle's loader error: Suggestions, '(at dynamic_loader.cc)'
     ("c1481", 5, "deepspeed_build_failure", "async_io"),  # DeepSpeed CI: op_builder/async_io.py imports torch
     ("c1932", 5, "deepspeed_build_failure", "dc"),  # ROCm: op_builder/dc.py joins a CUDA_HOME that is None
     ("c268", 5, "deepspeed_build_failure", None),  # MSVC's note in csrc/transformer/inference/, then cl.exe failed

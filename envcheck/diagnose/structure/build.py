@@ -53,7 +53,8 @@ _SHARED_TREE = r"csrc[/\\](?:" + "|".join(_SHARED_FOLDERS) + r")[/\\]"
 ANCHORS = (*ANCHORS, b"ds_kernel_utils")
 # A source of one of DeepSpeed's own csrc/ folders, in any line ("csrc/transformer/inference/csrc/pt_binding.cpp(1977):
 # note: ..."): the DeepSpeed context of a build whose paste kept its notes and setuptools' last line, not the error.
-ANCHORS = (*ANCHORS, b"' extension", *(b"csrc" + sep + name.encode() + sep for name in _DS_FOLDERS for sep in (b"/", b"\\")))
+ANCHORS = (*ANCHORS, b"' extension",
+           *(b"csrc" + sep + name.encode() + sep for name in _DS_FOLDERS for sep in (b"/", b"\\")))
 # (ROCm's hipify writes DeepSpeed's .cu sources as .hip.)
 _ERROR_IN_SOURCE = r".*\.(?:cu|cuh|hip|cpp|cc|h)(?:\(\d+\)|:\d+(?::\d+)?): (?:fatal )?error"
 _CC_ERROR = re.compile(_DS_TREE + _ERROR_IN_SOURCE)

@@ -147,7 +147,8 @@ _BUILDER_FILE = re.compile(r"op_builder[/\\](?P<op>\w+)\.py$")
 _SOURCE_OP_BUILDER = re.compile(r"(?<![/\\]ops[/\\])(?<!^ops[/\\])\bop_builder[/\\]\w+\.py$")
 # ... whose folder is DeepSpeed's (a checkout or sdist named DeepSpeed*, pip's deepspeed_<hash>): ColossalAI, ROCm's
 # apex and MoE-Infinity have op_builder/ folders of their own
-_DS_OP_BUILDER = re.compile(r"(?:(?i:deepspeed)[\w.-]*|pip-(?:install|req-build)-\w+[/\\]deepspeed_\w+)[/\\]op_builder[/\\]\w+\.py$")
+_DS_OP_BUILDER = re.compile(r"(?:(?i:deepspeed)[\w.-]*|pip-(?:install|req-build)-\w+[/\\]deepspeed_\w+)"
+                            r"[/\\]op_builder[/\\]\w+\.py$")
 # Causes of their own that an exception in DeepSpeed's setup.py or op build may carry (a CUDA mismatch, a CUDA
 # library that does not load, an op built for another torch, torch's CUDA_HOME check): those rules name them; the
 # install or build failure does not outrank them.
@@ -330,13 +331,12 @@ def _event(tb: Traceback, kind: str, cause: str, confidence: float, title: str, 
 
 
 def _in_deepspeed_setup(tb: Traceback) -> bool:
-    """Whether DeepSpeed's own setup.py, or its source tree's top-level op_builder/ (which an install, a source build or
-    a run from a checkout imports; an installed DeepSpeed has deepspeed/ops/op_builder/), is on the traceback's stack
-    and the exception is not an interrupt: a paste may keep only the frames inside op_builder/."""
+    """Whether DeepSpeed's setup.py or its source tree's op_builder/ (an install, a source build, a checkout; an
+    installed DeepSpeed's is deepspeed/ops/op_builder/) is on the stack of an exception that is no interrupt."""
     if tb.type.rsplit(".", 1)[-1] in _INTERRUPTS:
         return False
     if any(_DS_SETUP.search(p) or _DS_OP_BUILDER.search(p) for p in tb.paths):
-        return True
+        return True  # a paste may keep only the frames inside op_builder/
     # a setup.py beside an op_builder/ (pip's pip-req-build-x/): ColossalAI's marks its own messages "[extension]"
     return (any(p.endswith("setup.py") for p in tb.paths) and any(_SOURCE_OP_BUILDER.search(p) for p in tb.paths)
             and "[extension]" not in tb.message)
