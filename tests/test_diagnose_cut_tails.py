@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.diagnose_support import primary_of
+from tests.diagnose_support import causes, primary_of
 
 DEV = Path(__file__).parent / "assets" / "diagnose" / "corpus" / "dev"
 
@@ -68,11 +68,9 @@ def test_an_interrupt_inside_the_source_op_builder_is_no_build_failure(tmp_path:
     assert primary_of(capsys, tmp_path, tb)["cause"] != "deepspeed_build_failure"
 
 
-def test_another_projects_csrc_adam_build_is_not_deepspeeds() -> None:
+def test_another_projects_csrc_adam_build_is_not_deepspeeds(capsys) -> None:
     """Uni-Core builds its own extension from csrc/adam/ (a review's counter-example, mined/review-revK-05): nvcc's
     architecture error is the cause, and no DeepSpeed op build is listed beside it."""
-    from envcheck.diagnose.engine import Request, diagnose
-
     log = Path(__file__).parent / "assets" / "diagnose" / "mined" / "review-revK-05.log"
-    causes = [c.cause for c in diagnose(Request(logs=(str(log),), system=False)).causes]
-    assert causes[0] == "cuda_arch_unsupported" and "deepspeed_build_failure" not in causes
+    found = [c["cause"] for c in causes(capsys, log)]
+    assert found[0] == "cuda_arch_unsupported" and "deepspeed_build_failure" not in found

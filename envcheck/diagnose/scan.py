@@ -80,8 +80,8 @@ class _Scanner:
         fresh copy costs a memcpy and its page faults, a quarter of the scan)."""
         m = self.m
         hi = len(data) if hi is None else hi
-        head: int | None = None
-        head_filters: tuple[re.Pattern[bytes], re.Pattern[bytes] | None] | None = None
+        # the head's end and its prefilters (every anchor; every anchor but the traceback header)
+        head: tuple[int, re.Pattern[bytes], re.Pattern[bytes] | None] | None = None
         if not self.started:
             self.started = True
             if data.startswith(b"\xef\xbb\xbf", lo):  # a UTF-8 byte-order mark (Windows editors) is no text
@@ -95,10 +95,9 @@ class _Scanner:
             self.stamps.head(sample)
             self.pids(sample)
             if self.common:  # the head meets every anchor
-                head = data.rfind(b"\n", lo, lo + _SAMPLE) + 1 if hi - lo > _SAMPLE else hi
-                head = max(head, lo)
-                self.head_lines = data.count(b"\n", lo, head)
-                head_filters = (m.prefilter(sample), m.prefilter(sample, m.rest) if m.fast is None else None)
+                head_end = max(data.rfind(b"\n", lo, lo + _SAMPLE) + 1 if hi - lo > _SAMPLE else hi, lo)
+                self.head_lines = data.count(b"\n", lo, head_end)
+                head = (head_end, m.prefilter(sample), m.prefilter(sample, m.rest) if m.fast is None else None)
             self._headless(data, lo, hi)
         lines = data.count(b"\n", lo, hi) if complete else 0
         if complete:
@@ -111,9 +110,9 @@ class _Scanner:
         # found from the block's end, and traceback lines are no candidates (a log dense in tracebacks stays linear)
         cut, self.skipped = self._kept_until(data, lo, hi), -1
         begin = lo
-        if head is not None and head_filters is not None:  # the head: every anchor, the common ones too
-            self._part(data, lo, lo, head, cut, head_filters[0], m.fast, head_filters[1], m.fast_rest)
-            begin = head
+        if head is not None:  # the head: every anchor, the common ones too
+            begin, head_prefilter, head_prefilter_rest = head
+            self._part(data, lo, lo, begin, cut, head_prefilter, m.fast, head_prefilter_rest, m.fast_rest)
         self._part(data, lo, begin, hi, cut, self.prefilter, m.fast, self.prefilter_rest, m.fast_rest)
         if cut < hi or self.skipped >= 0:
             self._last_tracebacks(data, self.skipped if self.skipped >= 0 else cut, hi, lines)

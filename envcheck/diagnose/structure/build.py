@@ -142,6 +142,14 @@ _CUDA_LIBS = ("cudart", "cublas", "cublasLt", "curand", "cufft", "cusparse", "cu
 _NVCC = re.compile(r"nvcc fatal\s*:\s*Unsupported gpu architecture '?(?P<arch>\w+)")
 
 
+def _builds_another(lines: list[Line], names: list[str]) -> bool:
+    """Whether the build names another package or extension than DeepSpeed's: pip's "Failed building wheel for
+    xformers", setuptools' "building 'unicore_fused_adam' extension" or an extension's -DTORCH_EXTENSION_NAME (Uni-Core
+    has a csrc/adam/ too): then a failed compiler command is that package's."""
+    built = (m.group("pkg") or m.group("ext") for m in (_OTHER_BUILD.search(x.text) for x in lines) if m)
+    return any(not name.lower().startswith("deepspeed") for name in built) or any(not op_name(n) for n in names)
+
+
 def events(lines: list[Line]) -> list[Event]:
     found = []
     lines = [line for line in lines if PROBE not in line.text]  # DeepSpeed's import-time probe warnings
@@ -203,11 +211,7 @@ def events(lines: list[Line]) -> list[Event]:
                 "CUDA matching torch.version.cuda), or avoid the op (another optimizer, DS_BUILD_<OP>=0).",
                 stopped.file, stopped.number, stopped.text,
                 "DeepSpeed op_builder/builder.py (jit_load); torch/utils/cpp_extension.py (_run_ninja_build)", op))
-    # pip's "Failed building wheel for xformers", setuptools' "building 'unicore_fused_adam' extension" or the
-    # extension's -DTORCH_EXTENSION_NAME: the command that failed built another package (Uni-Core has csrc/adam/ too)
-    other_build = any(m and not (m.group("pkg") or m.group("ext")).lower().startswith("deepspeed")
-                      for m in (_OTHER_BUILD.search(x.text) for x in lines)) or any(not op_name(n) for n in names)
-    if compile_error is None and failed_command is not None and ds_context and not other_build:
+    if compile_error is None and failed_command is not None and ds_context and not _builds_another(lines, names):
         src = next((m for m in (_DS_SRC.search(x.text) for x in lines) if m), None)
         absent = "failed: No such file or directory" in failed_command.text
         found.append(Event(
