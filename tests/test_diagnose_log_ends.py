@@ -160,3 +160,24 @@ def test_tracebacks_past_the_kept_ones_in_the_first_chunk_keep_the_last(tmp_path
     exceptions = [block[-1] for block in blocks]
     assert len(exceptions) == len(set(exceptions)) == BLOCKS + BLOCKS // 4
     assert exceptions[0] == "ValueError: number 0" and exceptions[-1] == f"ValueError: number {BLOCKS * 3 - 1}"
+
+
+@pytest.mark.parametrize("chunk", [100_000, 100_003, 102_000, 104_500])
+def test_a_traceback_cut_by_a_chunk_end_keeps_its_exception(tmp_path: Path, monkeypatch, chunk: int) -> None:
+    """A traceback whose header is in one chunk and whose exception line is in the next is read whole: its block
+    keeps the header and the exception, and the exception line keeps its number, wherever the chunk ends (the
+    first chunk is CHUNK bytes when CHUNK is past the sniffed head and under FIRST_CHUNK)."""
+    import envcheck.diagnose.scan as scan_mod
+
+    monkeypatch.setattr(scan_mod, "CHUNK", chunk)
+    steps = [f"step {i:05d} loss 1.0" for i in range(4850)]  # 97,000 bytes: the header lies before every end
+    frames = [f'  File "/opt/app/train_{i}.py", line {i}, in step_{i}\n    run_step_{i}(batch)' for i in range(60)]
+    exception = "ValueError: the batch held no tokens"
+    path = tmp_path / "straddle.log"
+    path.write_text("\n".join([*steps, "Traceback (most recent call last):", *frames, exception, "done"]) + "\n")
+    assert 97_000 <= path.read_bytes().find(b"Traceback") < 100_000 < path.read_bytes().find(b"ValueError")
+    with open_log(str(path)) as log:
+        result = scan_mod.scan([log], Matcher(load_matrix().signatures))
+    assert [(hit.line, hit.text) for hit in result.exceptions] == [(len(steps) + 1 + 2 * len(frames) + 1, exception)]
+    (lines, _prefix), = result.blocks
+    assert lines[0].text.startswith("Traceback") and exception in [line.text for line in lines]

@@ -58,6 +58,8 @@ class Matcher:
             for literal in rule.anchors:
                 by_anchor.setdefault(literal, []).append(rule)
         self.by_anchor = {a: tuple(rules) for a, rules in by_anchor.items()}
+        # rules anchored at a line's start ('^' outside a bracket), tried again on a line without launchers' prefixes
+        self.at_start = frozenset(r.id for r in rules if re.search(rb"(?<!\[)(?<!\\)\^", r.pattern))
         self.structure = frozenset(STRUCTURE)
         self.anchors = tuple(sorted({a for r in self.anchored for a in r.anchors} | {TRACEBACK} | set(STRUCTURE)))
         self.inline = tuple(a for a in self.anchors if not a.endswith(b"\n"))

@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 from envcheck.diagnose import headless
 from envcheck.diagnose.matcher import TRACEBACK, Matcher
 from envcheck.diagnose.model import ScanResult, SignatureHits
+from envcheck.diagnose.prefixes import unprefixed
 from envcheck.diagnose.source import OpenedLog
 from envcheck.diagnose.stamps import LogStamps
 from envcheck.diagnose.structure.events import WITH_NEXT
@@ -23,6 +24,8 @@ from envcheck.diagnose.tally import BLOCKS, Tally, text
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 64 * 1024  # longer lines are matched in segments of this size
 _PROBE_LINES = 400
+HOLD = 16 * 1024  # a traceback that starts in a chunk's last HOLD bytes is read with the next chunk's first REACH
+REACH = 64 * 1024
 # The head: where anchors common in this log are looked for (and the log's first stamp and pids), and what the
 # anchors' keys are chosen from. (The stamp regex has no literal: an unstamped log's first MiB would cost 0.1 s.)
 _SAMPLE = 64 * 1024
@@ -220,9 +223,16 @@ class _Scanner:
     def _rules(self, present: list[bytes], number: int, line: bytes) -> None:
         """The rules of the anchors PRESENT in LINE meet their full pattern."""
         matched: set[str] = set()
+        bare: bytes | None = None  # the line without launchers' prefixes, for the rules anchored at its start
         for literal in present:
             for rule in self.m.by_anchor.get(literal, ()):
-                if rule.id not in matched and rule.regex.search(line):
+                if rule.id in matched:
+                    continue
+                found = rule.regex.search(line)
+                if not found and rule.id in self.m.at_start:
+                    bare = unprefixed(line) if bare is None else bare
+                    found = bare is not line and rule.regex.search(bare)
+                if found:
                     matched.add(rule.id)
                     self.tally.add(rule.id, self.name, number, line)
 
@@ -319,6 +329,47 @@ def _held(data: bytes, start: int, end: int, line: bytes, inline: tuple[bytes, .
     return present
 
 
+def _read(log: OpenedLog, scanner: _Scanner, progress: Progress | None) -> int:
+    """Feed LOG to SCANNER in blocks that end at line ends. A line cut by a chunk's end is finished by the next
+    chunk; a traceback whose header is in a chunk's last HOLD bytes is held back and read with the next chunk's
+    first REACH bytes, so that its exception line, past the chunk's end, stays in its block. Returns the bytes read."""
+    read, carry, held = 0, b"", b""  # the line cut by the chunk's end; the lines held back from a traceback on
+    for chunk in log.chunks(CHUNK):
+        read += len(chunk)
+        chunk = _plain(chunk)
+        lo = 0
+        if carry or held:
+            reach = chunk.rfind(b"\n", 0, REACH) + 1 if held else 0
+            reach = reach or chunk.find(b"\n") + 1
+            if not reach:
+                carry, lo = carry + chunk, len(chunk)
+            else:  # the cut line (and the held lines), then the chunk in place from REACH
+                scanner.block(_plain(held + carry + chunk[:reach]), complete=True)  # a sequence cut by the end
+                carry, held, lo = b"", b"", reach
+        if lo < len(chunk):
+            cut = chunk.rfind(b"\n", lo) + 1
+            if cut > lo:
+                header = chunk.rfind(TRACEBACK, max(lo, cut - HOLD), cut)
+                start = max(chunk.rfind(b"\n", lo, header) + 1, lo) if header >= 0 else cut
+                start = cut if cut - start > MAX_LINE else start  # a header inside an over-long line: not held
+                if start > lo:
+                    scanner.block(chunk, complete=True, lo=lo, hi=start)
+                held, carry = chunk[start:cut], chunk[cut:]
+            else:
+                carry = chunk[lo:]
+        while len(carry) > MAX_LINE:  # an over-long line: match it in segments, count it once
+            if held:  # the held lines come first
+                scanner.block(held, complete=True)
+                held = b""
+            scanner.block(carry[:MAX_LINE], complete=False)
+            carry = carry[MAX_LINE:]
+        if progress is not None:
+            progress(log.name, log.position(), log.size)
+    if held or carry:
+        scanner.block(_plain(held + carry) + (b"\n" if carry else b""), complete=True)
+    return read
+
+
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
     """Scan every log in turn; line numbers are per file."""
     tally, names, total_bytes, total_lines = Tally(), [], 0, 0
@@ -326,32 +377,7 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
     for log in logs:
         names.append(log.name)
         scanner = _Scanner(matcher, log.name, tally)
-        carry = b""  # a line cut by the chunk's end, finished by the next chunk
-        for chunk in log.chunks(CHUNK):
-            total_bytes += len(chunk)
-            chunk = _plain(chunk)
-            lo = 0
-            if carry:
-                nl = chunk.find(b"\n")
-                if nl < 0:
-                    carry, lo = carry + chunk, len(chunk)
-                else:  # the cut line alone, then the chunk in place from its second line
-                    scanner.block(_plain(carry + chunk[:nl + 1]), complete=True)  # a sequence cut by the chunk end
-                    carry, lo = b"", nl + 1
-            if lo < len(chunk):
-                cut = chunk.rfind(b"\n", lo) + 1
-                if cut > lo:
-                    scanner.block(chunk, complete=True, lo=lo, hi=cut)
-                    carry = chunk[cut:]
-                else:
-                    carry = chunk[lo:]
-            while len(carry) > MAX_LINE:  # an over-long line: match it in segments, count it once
-                scanner.block(carry[:MAX_LINE], complete=False)
-                carry = carry[MAX_LINE:]
-            if progress is not None:
-                progress(log.name, log.position(), log.size)
-        if carry:
-            scanner.block(_plain(carry) + b"\n", complete=True)
+        total_bytes += _read(log, scanner, progress)
         scanner.finish()
         total_lines += scanner.line - 1
         # trailing blank lines are no part of what was printed (a log of blank lines alone ends at 0; blank lines

@@ -1,0 +1,32 @@
+"""The prefixes that launchers and log collectors put before each line a program prints.
+
+Why: a signature anchored at a line's start (a shell's `Killed`, a compiler's `error:`) must still match when a
+launcher has prefixed the line, as multi-rank and multi-node runs do. The scan tries such a signature again on the
+line without these prefixes (at most three, nested: a host's prefix before a rank's).
+"""
+
+from __future__ import annotations
+
+import re
+
+# One launcher's prefix, then the space after it:
+# - torchrun (torch.distributed.elastic's per-rank log lines): `[rank0]:`, `[default0]:`;
+# - Open MPI's `mpirun --tag-output`: `[1,0]<stdout>:`, `[1,0]<stderr>:`;
+# - pdsh (DeepSpeed's multi-node runner) and `srun --label`: the host or task, then `: ` (`10.0.0.7: `,
+#   `worker-1: `, `0: `): a host name only when it holds a digit, so that `RuntimeError: ` is no prefix;
+# - Ray's workers: `(RayWorkerWrapper pid=4242, ip=10.0.0.7) `, `(pid=4242) `, `(raylet) `;
+# - docker compose: `app-1  | `, `vllm_1  | `;
+# - docker logs -t and kubectl logs --timestamps: an RFC 3339 time, `2024-05-01T10:00:00.123456789Z `.
+_ONE = (rb"\[(?:rank|default|local_rank)?\d+\]:"
+        rb"|\[\d+,\d+\]<std(?:out|err)>:"
+        rb"|(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*|[A-Za-z][\w.]*-[\w.-]+|\d{1,5}):(?= )"
+        rb"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:]+)?\)|\(raylet\)"
+        rb"|[\w.-]+[-_]\d+ +\|"
+        rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)")
+_PREFIXES = re.compile(rb"^(?:[ \t]*(?:" + _ONE + rb") ?){1,3}")
+
+
+def unprefixed(line: bytes) -> bytes:
+    """LINE without the launchers' prefixes at its start (LINE itself when it has none)."""
+    found = _PREFIXES.match(line)
+    return line[found.end():] if found else line

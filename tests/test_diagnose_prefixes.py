@@ -1,0 +1,51 @@
+"""Lines that a launcher or log collector prefixed (torchrun's ranks, pdsh's hosts, Ray's workers, docker compose's
+services, kubectl's timestamps) read as the lines the program printed. Each case is a real log of the corpus's
+development half or of the evident set (labels.toml beside it: URL and settled cause) with every line prefixed:
+the signatures anchored at a line's start (a shell's `Killed`, MPI's Hydra summary, Windows' DLL message, xformers'
+C++ extension warning) must still match."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envcheck.diagnose.prefixes import unprefixed
+from tests.diagnose_support import primary_of
+
+ASSETS = Path(__file__).parent / "assets" / "diagnose"
+PREFIXES = ["[rank0]: ", "[default3]:", "[1,0]<stderr>:", "10.0.0.7: ", "worker-1: ", "0: ",
+            "(RayWorkerWrapper pid=4242, ip=10.0.0.7) ", "app-1  | ", "2024-05-01T10:00:00.123456789Z ",
+            "10.0.0.7: [rank3]: "]
+
+
+def _log(name: str) -> str:
+    folder = "corpus/dev" if name.startswith("c") else "evident/logs"
+    return (ASSETS / folder / f"{name}.log").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize(("name", "cause"), [
+    ("c063", "host_oom"),  # a shell's bare 'Killed' after a progress bar
+    ("c1783", "host_oom"),  # MPICH Hydra: 'BAD TERMINATION ... KILLED BY SIGNAL: 9 (Killed)'
+    ("c1195", "torch_cpu_only"),  # xformers: 'WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions'
+    ("f1100", "missing_cuda_library"),  # Windows: the DLL's path wrapped onto a line of its own
+    ("f201", "deepspeed_build_failure"),  # DeepSpeed: the op was not built ('ds_opt_adam')
+])
+def test_a_prefixed_log_reads_its_cause(tmp_path: Path, capsys, name: str, cause: str, prefix: str) -> None:
+    text = "".join(prefix + line + "\n" for line in _log(name).splitlines())
+    assert primary_of(capsys, tmp_path, text)["cause"] == cause
+
+
+@pytest.mark.parametrize(("line", "bare"), [
+    (b"[rank0]: Killed", b"Killed"),
+    (b"10.0.0.7: [rank3]: RuntimeError: x", b"RuntimeError: x"),
+    (b"(pid=77) Killed", b"Killed"),
+    (b"vllm_1  | Killed", b"Killed"),
+    (b"RuntimeError: CUDA error", b"RuntimeError: CUDA error"),  # an exception's name is no host
+    (b"ld: cannot find -lcurand", b"ld: cannot find -lcurand"),
+    (b"train.py: error: unrecognized arguments", b"train.py: error: unrecognized arguments"),
+    (b"  File \"x.py\", line 1", b"  File \"x.py\", line 1"),
+])
+def test_only_launchers_prefixes_are_taken_off(line: bytes, bare: bytes) -> None:
+    assert unprefixed(line) == bare
