@@ -13,7 +13,6 @@ from diagnose_support import CORPUS, primary_cause
 # dev logs whose thread settled a cause that nothing in the log shows (or that no rule reads), and what each reads as
 KNOWN_MISSES = {  # id: (what it reads as, why)
     # runs on a CPU on purpose print this and go on: a cause only when a failure follows (structure/no_cuda.py)
-    "c1022": ("unknown", "LLaMA-Factory's 'device: cpu, n_gpu: 0' alone, no failure after it; torch was a CPU build"),
     "c148": ("unknown", "pip installs torch 1.6.0 with CUDA 10.2 wheels; the thread found the index served a CPU build"),
     "c237": ("unknown", "write(): fd 29 failed with Input/output error; the thread found the disk full"),
     # cudaErrorLaunchFailure: CUDA's documentation names software faults (bad pointers) as its common causes
@@ -34,30 +33,19 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1314": ("unknown", "AutoGPTQ's 'CUDA extension not installed.' and a cut-off traceback; torch was a CPU build"),
     # bitsandbytes 0.41 prints 'did not contain [libcudart...] as expected' whether or not it found the library
     "c1409": ("unknown", "bitsandbytes' search for libcudart in a venv's nvidia/cuda_runtime/lib"),
-    # bitsandbytes 0.40 warns and loads its CPU library; the run goes on until an 8-bit op is used
-    "c1410": ("unknown", "bitsandbytes: 'WARNING: No libcudart.so found!' and no later failure pasted"),
-    "c1318": ("unknown", "Ultralytics' banners alone, one with torch-2.0.0+cpu; a run on a CPU on purpose prints it"),
     # read right before only from NCCL <= 2.10's WARN "Failed to open libibverbs.so[.1]", printed on every machine
     # without InfiniBand (SIG092 leaves it out)
     "c1132": ("unknown", "an NCCL all-reduce hang with no error line; booting with intel_iommu=off fixed it"),
     # the tenth round's dev logs that no rule reads
     "c1721": ("unknown", "Windows 'DLL load failed while importing flash_attn_2_cuda' (German); torch was a CPU build"),
-    # runs on a CPU on purpose print these and go on (projects filter the first): no failure follows in the paste
-    "c1724": ("unknown", "torch autocast's 'CUDA is not available. Disabling' warning alone; torch was a CPU build"),
-    "c1900": ("unknown", "whisper's 'FP16 is not supported on CPU' warning alone; torch was a CPU build"),
     "c1485": ("unknown", "a ds_report table of ops not pre-built ([NO]); a JIT install prints the same"),
     # the DataLoader cannot tell a worker killed by SIGBUS (shm) from one killed by SIGKILL; SIG009 reads shm
     "c1793": ("shm_too_small", "'DataLoader worker ... exited unexpectedly' alone; the thread found host RAM full"),
-    # Ray warns that its object store went to disk and goes on: no rule, lest it name the cause of any later failure
-    "c1660": ("unknown", "Ray's 'object store is using /tmp instead of /dev/shm' warning alone; --shm-size fixed it"),
     "c1607": ("unknown", "a vLLM NCCL hang with no error line; disabling ACS/IOMMU fixed it"),
     "c1667": ("unknown", "vLLM's 'Engine core proc EngineCore_DP0 died unexpectedly'; the fix was --shm-size"),
     "c1669": ("unknown", "lmdb.Error with a Korean message in mojibake; the LMDB map size exceeded the disk"),
     # the eleventh round's dev logs that no rule reads
     "c2232": ("unknown", "NCCL 2.25.1's INFO start-up lines on an RTX 5090 and no error; NCCL 2.26.2 fixed it"),
-    "c2171": ("unknown", "a project's own 'Running on CPU now!' warning quoted in a sentence; torch was a CPU build"),
-    # a warning, and the run goes on on the CPU (as no_cuda's warnings without a failure after them)
-    "c2173": ("unknown", "text-generation-webui's 'no GPU has been detected. Falling back to CPU mode.' alone"),
     "c2113": ("unknown", "DeepSpeed-Chat's first launcher lines, cut off before the -7 exit; --shm-size fixed it"),
     "c2121": ("unknown", "monai-deploy's run output, cut off before the failure; the app container lacked shm"),
     # NCCL's 'unhandled system error' with a listing of leaked nccl-* files in /dev/shm, not a line NCCL prints

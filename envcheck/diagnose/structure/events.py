@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envcheck.diagnose.structure import (build, cut, faulthandler, finished, installer, nccl, ngc, no_cuda, oomlines,
-                                         rocm, tracebacks, unfinished, xid)
+                                         risk, rocm, tracebacks, unfinished, xid)
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
@@ -12,7 +12,7 @@ ERRORS = (b"Error: ", b"FAILED: ", b"fatal: ")
 ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faulthandler.ANCHORS, *installer.ANCHORS,
                               *oomlines.ANCHORS, *no_cuda.ANCHORS, *rocm.ANCHORS,
                               *tracebacks.ANCHORS, *build.NINJA, *unfinished.ANCHORS, *finished.ANCHORS,
-                              *ngc.ANCHORS, *ERRORS)
+                              *ngc.ANCHORS, *risk.ANCHORS, *ERRORS)
 
 
 # Anchors whose line is a question and the next line its answer (`>>> print(torch.version.cuda)` then `None`).
@@ -33,6 +33,8 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]],
     built = {e.file for e in found if e.cause == "deepspeed_build_failure"}
     found += [e for e in unfinished.events(lines, parsed, ends or {}) if e.file not in built]
     found += tracebacks.interrupted(lines + [line for block, _ in blocks for line in block])
+    if not any(e.cause for e in found):  # a last resort: a paste that ends at a warning naming a risk
+        found += risk.events(lines, parsed, ends or {})
     found.sort(key=lambda e: (e.file, e.line))
     return found, parsed
 

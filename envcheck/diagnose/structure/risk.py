@@ -1,0 +1,120 @@
+"""A paste that ends at a warning which names why the run will fail or crawl: a program that found no GPU and fell
+back to the CPU, bitsandbytes without libcudart, Ray without room in /dev/shm. Programs print these and go on, so
+they are no cause where the run goes on past them (no_cuda.py); but a paste whose last line is such a warning, with no
+error anywhere, is what users show when that warning is all the run said: in the corpus's development half every
+log whose paste holds one of them was settled as the warning's cause (12 of 12). A weak cause, as
+structure/unfinished.py's: it leads only when nothing else was found, and it says what to check."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envcheck.diagnose.structure.model import Event, Line
+from envcheck.diagnose.structure.no_cuda import CUDA_TORCH
+
+CONFIDENCE = 0.3
+# a message printed over lines (Ray wraps its warning): its first line may end this many lines before the paste
+MESSAGE_LINES = 6
+# an error of any kind in the paste: the run failed otherwise, and the readers of errors say how
+_ERROR = re.compile(r"error|FAILED|fatal|Traceback \(most recent call last\)", re.I)
+# warnings.formatwarning's first line: "<file>.py:<line>: <Category>: <message>"
+_PY_WARNING = re.compile(r"\.py:\d+: \w*Warning: ")
+
+
+@dataclass(frozen=True)
+class Risk:
+    pattern: re.Pattern[str]  # the warning's line (its first line, when it is printed over lines)
+    closing: re.Pattern[str] | None  # the last line of a message printed over lines
+    cause: str
+    library: str
+    title: str
+    explanation: str
+    fix: str
+    source: str
+
+
+_CHECK = ("Check what torch sees: python -c \"import torch; print(torch.__version__, torch.version.cuda, "
+          f"torch.cuda.is_available())\"; a version ending in +cpu or a None CUDA needs {CUDA_TORCH}; otherwise "
+          "check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES.")
+
+
+def _cpu(pattern: str, closing: str | None, what: str, source: str) -> Risk:
+    """A program's warning that torch found no GPU and the run went on on the CPU."""
+    return Risk(re.compile(pattern), re.compile(closing) if closing else None, "torch_cpu_only", "torch",
+                f"The paste ends at {what} and shows no error (torch sees no GPU)",
+                "The last thing the run printed says it runs on the CPU because torch found no GPU: a CPU-only build "
+                "of torch (its version ends in +cpu), a driver missing or too old for torch's CUDA, or "
+                "CUDA_VISIBLE_DEVICES hiding every GPU. Runs on a CPU by design print it too.", _CHECK, source)
+
+
+RISKS = (
+    _cpu(r"\btorch[-= ]v?\d+\.\d+(?:\.\d+)?\+cpu\b", None, "a CPU-only build of torch (torch ...+cpu)",
+         "torch.__version__ of the CPU wheels (local version tag +cpu), as Ultralytics' select_device banner "
+         "('torch-<version> CPU') and pip ('Successfully installed torch-<version>+cpu') print it"),
+    _cpu(r"\bdevice: cpu, n_gpu: 0\b", None, "'device: cpu, n_gpu: 0'",
+         "transformers' example scripts and LLaMA-Factory: logger.warning('Process rank: ..., device: "
+         "{training_args.device}, n_gpu: {training_args.n_gpu}, ...')"),
+    _cpu(r"User provided device_type of 'cuda', but CUDA is not available", None, "autocast's warning",
+         "torch/amp/autocast_mode.py (autocast.__init__ warns and disables itself)"),
+    _cpu(r"GradScaler is enabled, but CUDA is not available", None, "GradScaler's warning",
+         "torch/cuda/amp/grad_scaler.py, torch/amp/grad_scaler.py (GradScaler.__init__ warns and disables itself)"),
+    _cpu(r"FP16 is not supported on CPU; using FP32 instead", None, "whisper's CPU warning",
+         "openai-whisper whisper/transcribe.py (transcribe() with a model on the CPU)"),
+    _cpu(r"Running on CPU now! Make sure your PyTorch version matches your CUDA", None, "CodeFormer's CPU warning",
+         "CodeFormer inference_codeformer.py (set_realesrgan: 'if not gpu_is_available()')"),
+    _cpu(r"no GPU has been detected", r"Falling back to CPU mode", "text-generation-webui's CPU fallback",
+         "text-generation-webui modules/models.py ('torch.cuda.is_available() returned False. This means that no "
+         "GPU has been detected. Falling back to CPU mode.')"),
+    Risk(re.compile(r"No libcudart\.so found! Install CUDA or the cudatoolkit package"), None,
+         "missing_cuda_library", "libcudart",
+         "The paste ends at bitsandbytes finding no CUDA runtime (libcudart.so) and shows no error",
+         "bitsandbytes looked for libcudart.so in the library path, CUDA_HOME and the conda environment and found "
+         "none: it loads its CPU library, and its 8-bit optimizers and quantization fail or are missing.",
+         "Put the CUDA runtime where bitsandbytes looks: install the CUDA toolkit or the nvidia-cuda-runtime wheel "
+         "for your CUDA, or add its lib64 folder to LD_LIBRARY_PATH; then run python -m bitsandbytes.",
+         "bitsandbytes 0.35-0.40 cuda_setup/main.py (evaluate_cuda_setup: 'WARNING: No libcudart.so found!', then it "
+         "loads libbitsandbytes_cpu.so)"),
+    Risk(re.compile(r"/dev/shm because /dev/shm has only \d+ bytes available"),
+         re.compile(r"of available RAM|This will harm performance"), "shm_too_small", "ray",
+         "The paste ends at Ray's warning that /dev/shm is too small for its object store, and shows no error",
+         "Ray's object store wants a share of host RAM in /dev/shm; with less room there it falls back to /tmp, "
+         "which is slow, and large objects (a model's weights handed to workers) can fail or stall. A container's "
+         "default /dev/shm is 64 MB.",
+         "Give the container a larger /dev/shm (docker run --shm-size=<30% of RAM>, or --ipc=host; Kubernetes: an "
+         "emptyDir with medium: Memory mounted at /dev/shm).",
+         "ray python/ray/_private/services.py (the object store's /dev/shm check: 'The object store is using /tmp "
+         "instead of /dev/shm because /dev/shm has only N bytes available')"),
+)
+ANCHORS = (b"+cpu", b"device: cpu, n_gpu: 0", b"but CUDA is not available", b"FP16 is not supported on CPU",
+           b"Running on CPU now!", b"no GPU has been detected", b"Falling back to CPU mode", b"No libcudart.so found",
+           b"/dev/shm has only ", b"of available RAM", b"This will harm performance")
+
+
+def events(lines: list[Line], parsed: list[object], ends: dict[str, int]) -> list[Event]:
+    """LINES: the excerpt's candidate lines in log order; PARSED: its tracebacks with an exception line; ENDS: each
+    file's last non-blank line number."""
+    if parsed or any(_ERROR.search(line.text) and not _risk(line.text) for line in lines):
+        return []  # an error anywhere (in any log given): the run failed otherwise, or the readers of errors say how
+    found = []
+    for file, end in ends.items():
+        mine = {line.number: line for line in lines if line.file == file}
+        # Python's warnings module prints the warning's source line after it ("  warn(msg)"): the paste may end there
+        last = mine.get(end) or (mine[end - 1] if end - 1 in mine and _PY_WARNING.search(mine[end - 1].text) else None)
+        if last is None:
+            continue
+        for risk in RISKS:
+            at = last if risk.pattern.search(last.text) else None
+            if at is None and risk.closing is not None and risk.closing.search(last.text):
+                at = next((mine[n] for n in range(end - 1, end - MESSAGE_LINES - 1, -1)
+                           if n in mine and risk.pattern.search(mine[n].text)), None)
+            if at is not None:
+                found.append(Event("risk_warning", risk.cause, CONFIDENCE, risk.title, risk.explanation, risk.fix,
+                                   file, at.number, at.text.strip(), risk.source, risk.library))
+                break
+    return found
+
+
+def _risk(text: str) -> bool:
+    """TEXT is one of the warnings (or its closing line): its own words ('errors' in a path) are no other error."""
+    return any(r.pattern.search(text) or (r.closing is not None and r.closing.search(text)) for r in RISKS)

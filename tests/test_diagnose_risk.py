@@ -1,0 +1,59 @@
+"""A paste that ends at a warning naming why the run will fail (structure/risk.py): a weak cause when it is the
+paste's last line and nothing in the paste is an error; no cause when the run goes on past it
+(test_diagnose_printed's GOING_ON) or when an error shows the run failed otherwise. The corpus's dev logs that are
+such pastes (c1022, c1318, c1410, c1660, c1724, c1900, c2171, c2173) are kept by test_diagnose_corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diagnose_support import causes_of, primary_of
+
+# each warning as its program prints it (structure/risk.py cites where)
+WARNINGS = [
+    ("Ultralytics YOLOv8.0.54 Python-3.10.6 torch-2.0.0+cpu CPU", "torch_cpu_only"),
+    ("[WARNING|parser.py:242] 2024-04-11 11:16:12,325 >> Process rank: 0, device: cpu, n_gpu: 0, distributed "
+     "training: False, 16-bits training: True", "torch_cpu_only"),
+    ("/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:250: UserWarning: User provided device_type of "
+     "'cuda', but CUDA is not available. Disabling", "torch_cpu_only"),
+    ("/venv/lib/python3.10/site-packages/torch/cuda/amp/grad_scaler.py:120: UserWarning: torch.cuda.amp.GradScaler "
+     "is enabled, but CUDA is not available.  Disabling.", "torch_cpu_only"),
+    ("/venv/lib/python3.10/site-packages/whisper/transcribe.py:114: UserWarning: FP16 is not supported on CPU; using "
+     "FP32 instead", "torch_cpu_only"),
+    ("inference_codeformer.py:40: RuntimeWarning: Running on CPU now! Make sure your PyTorch version matches your "
+     "CUDA.The unoptimized RealESRGAN is slow on CPU.", "torch_cpu_only"),
+    ("Warning: torch.cuda.is_available() returned False.\nThis means that no GPU has been detected.\nFalling back to "
+     "CPU mode.", "torch_cpu_only"),
+    ("/venv/lib/python3.10/site-packages/bitsandbytes/cuda_setup/main.py:136: UserWarning: WARNING: No libcudart.so "
+     "found! Install CUDA or the cudatoolkit package (anaconda)!\n  warn(msg)", "missing_cuda_library"),
+    ("2025-10-09 20:16:32,652\tWARNING services.py:2159 -- WARNING: The object store is using /tmp instead of "
+     "/dev/shm because /dev/shm has only 67104768 bytes available. This will harm performance! You may be able to "
+     "free up space by deleting files in /dev/shm.", "shm_too_small"),
+]
+
+
+@pytest.mark.parametrize(("text", "cause"), WARNINGS)
+def test_a_paste_that_ends_at_the_warning_names_its_weak_cause(tmp_path: Path, capsys, text: str, cause: str) -> None:
+    first = primary_of(capsys, tmp_path, "Loading checkpoint shards: 100%|##########| 2/2\n" + text + "\n\n")
+    assert first["cause"] == cause and first["confidence"] <= 0.3
+
+
+@pytest.mark.parametrize(("text", "cause"), WARNINGS)
+@pytest.mark.parametrize("error", [
+    "ValueError: the config names no dataset",  # an error of the run's own after the warning
+    "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    main()\n"
+    "KeyError: 'input_ids'",
+])
+def test_an_error_in_the_paste_leaves_the_warning_no_cause(tmp_path: Path, capsys, text: str, cause: str,
+                                                          error: str) -> None:
+    """Before the warning or after it: the run failed otherwise (the honest unknown shows that error)."""
+    for log in (error + "\n" + text + "\n", text + "\n" + error + "\n"):
+        assert cause not in [c["cause"] for c in causes_of(capsys, tmp_path, log)]
+
+
+def test_a_stronger_cause_leads_over_the_warning(tmp_path: Path, capsys) -> None:
+    text = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "23.65 GiB of which 1.02 GiB is free.\nUltralytics YOLOv8.0.54 Python-3.10.6 torch-2.0.0+cpu CPU\n")
+    assert [c["cause"] for c in causes_of(capsys, tmp_path, text)] == ["gpu_oom"]
