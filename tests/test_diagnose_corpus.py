@@ -33,9 +33,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1314": ("unknown", "AutoGPTQ's 'CUDA extension not installed.' and a cut-off traceback; torch was a CPU build"),
     # bitsandbytes 0.41 prints 'did not contain [libcudart...] as expected' whether or not it found the library
     "c1409": ("unknown", "bitsandbytes' search for libcudart in a venv's nvidia/cuda_runtime/lib"),
-    # read right before only from NCCL <= 2.10's WARN "Failed to open libibverbs.so[.1]", printed on every machine
-    # without InfiniBand (SIG092 leaves it out)
-    "c1132": ("unknown", "an NCCL all-reduce hang with no error line; booting with intel_iommu=off fixed it"),
     # the tenth round's dev logs that no rule reads
     "c1721": ("unknown", "Windows 'DLL load failed while importing flash_attn_2_cuda' (German); torch was a CPU build"),
     "c1485": ("unknown", "a ds_report table of ops not pre-built ([NO]); a JIT install prints the same"),
@@ -45,7 +42,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c1667": ("unknown", "vLLM's 'Engine core proc EngineCore_DP0 died unexpectedly'; the fix was --shm-size"),
     "c1669": ("unknown", "lmdb.Error with a Korean message in mojibake; the LMDB map size exceeded the disk"),
     # the eleventh round's dev logs that no rule reads
-    "c2232": ("unknown", "NCCL 2.25.1's INFO start-up lines on an RTX 5090 and no error; NCCL 2.26.2 fixed it"),
     "c2113": ("unknown", "DeepSpeed-Chat's first launcher lines, cut off before the -7 exit; --shm-size fixed it"),
     "c2121": ("unknown", "monai-deploy's run output, cut off before the failure; the app container lacked shm"),
     # NCCL's 'unhandled system error' with a listing of leaked nccl-* files in /dev/shm, not a line NCCL prints
@@ -55,7 +51,9 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     # the REPL's answer alone: a CPU build and a driver too old for torch's CUDA both print it
     "c2399": ("unknown", "'>>> torch.cuda.is_available()' answered False; the driver was too old for torch 1.3"),
     # the missing-submodule rule needs the importing frame, which the paste wrapped
-    "c2443": ("unknown", "Megatron's NCCL INFO start-up lines, cut off before the error; --shm-size fixed it"),
+    # a paste that ends in NCCL's INFO set-up lines reads as an NCCL hang (structure/risk.py; 13 of the 15 dev logs
+    # that end so are nccl_error)
+    "c2443": ("nccl_error", "Megatron's NCCL INFO start-up lines, cut off before the error; --shm-size fixed it"),
     "c2448": ("unknown", "'self and mat2 must have the same dtype' in a QLoRA run; a newer peft fixed it"),
     "c2450": ("unknown", "torchrun's ChildFailedError summary (exitcode 1) alone; the thread found GPU memory"),
     # the twelfth round's dev logs that no rule reads

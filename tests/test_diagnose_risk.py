@@ -57,3 +57,22 @@ def test_a_stronger_cause_leads_over_the_warning(tmp_path: Path, capsys) -> None
     text = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
             "23.65 GiB of which 1.02 GiB is free.\nUltralytics YOLOv8.0.54 Python-3.10.6 torch-2.0.0+cpu CPU\n")
     assert [c["cause"] for c in causes_of(capsys, tmp_path, text)] == ["gpu_oom"]
+
+
+NCCL_START = ("node1:2610:2610 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>\n"
+              "node1:2610:2610 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+              "node1:2610:2610 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.7<0>\n"
+              "NCCL version 2.4.8+cuda10.0\n"
+              "node1:2610:2610 [1] NCCL INFO Setting affinity for GPU 1 to ff00ff\n")
+
+
+def test_a_paste_that_ends_in_ncclss_set_up_lines_reads_as_an_nccl_hang(tmp_path: Path, capsys) -> None:
+    """NCCL <= 2.10 warns that libibverbs is missing on every machine without InfiniBand: its own WARN is no error."""
+    first = primary_of(capsys, tmp_path, "python train.py\n" + NCCL_START)
+    assert (first["cause"], first["confidence"], first["library"]) == ("nccl_error", 0.3, "nccl")
+
+
+@pytest.mark.parametrize("after", ["{'loss': 2.31, 'learning_rate': 1.9e-05, 'epoch': 0.1}\n",
+                                   "RuntimeError: the dataset has no split 'train'\n"])
+def test_ncclss_set_up_lines_followed_by_anything_name_no_hang(tmp_path: Path, capsys, after: str) -> None:
+    assert "nccl_error" not in [c["cause"] for c in causes_of(capsys, tmp_path, NCCL_START + after)]

@@ -57,8 +57,8 @@ def diagnose(request: Request, progress: Progress | None = None,
         events, why = kernel.read_system(reference=reference)
         skipped += [why] if why else []
     ignored: tuple[Ignored, ...] = ()
-    structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks), dict(result.ends)) \
-        if result else ([], [])
+    structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks), dict(result.ends),
+                                           list(result.tails)) if result else ([], [])
     if events is not None:
         own_error = any(not tb.symptom for tb in parsed)
         events, ignored, notes = window.judge(events, run, own_error)

@@ -41,6 +41,7 @@ class ScanResult:
     excerpt: tuple[Any, ...] = ()  # structure.model.Line: the lines the structure layer reads, in log order
     blocks: tuple[Any, ...] = ()  # (list[Line], prefix length): the traceback blocks, in log order
     ends: tuple[tuple[str, int], ...] = ()  # (file, the number of its last non-blank line): where each log ends
+    tails: tuple[Any, ...] = ()  # structure.model.Line: each log's last non-blank lines, whatever they hold
 
 
 @dataclass(frozen=True)

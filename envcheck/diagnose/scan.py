@@ -39,6 +39,7 @@ STAMP_WINDOW = 64 * 1024  # the end of each block in which its last stamp is loo
 _PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})(?!\d)"
                    rb"|:\s+(\d{2,9})\s+(?:Killed|Segmentation fault|Bus error|Aborted)\b")
 MAX_PIDS = 512
+TAIL_LINES = 2  # each log's last non-blank lines, kept whatever they hold
 # Terminal escapes that a log saved with tee keeps: colours (ECMA-48 CSI: ESC [ parameters final-byte; DeepSpeed's red
 # "[ERROR]", rich and loguru levels) and OSC sequences (ESC ] ... BEL or ESC \\: rich's hyperlinks). Removed before
 # matching, so a message coloured mid-phrase still matches; a chunk without ESC (nearly every log) costs one memchr:
@@ -373,7 +374,7 @@ def _read(log: OpenedLog, scanner: _Scanner, progress: Progress | None) -> int:
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
     """Scan every log in turn; line numbers are per file."""
     tally, names, total_bytes, total_lines = Tally(), [], 0, 0
-    firsts, lasts, ends = [], [], []
+    firsts, lasts, ends, tails = [], [], [], []
     for log in logs:
         names.append(log.name)
         scanner = _Scanner(matcher, log.name, tally)
@@ -386,6 +387,7 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
         tail = scanner.recent[len(printed):]
         ends.append((log.name, 0 if not printed and scanner.line - 1 <= tail.count(b"\n")
                      else max(0, scanner.line - 1 - max(0, tail.count(b"\n") - 1))))
+        tails += _last_lines(log.name, printed, ends[-1][1])
         scanner.pids(scanner.recent)
         first, last = scanner.stamps.bounds()
         firsts += [first] if first else []
@@ -397,4 +399,16 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
     excerpt = sorted((*tally.excerpt, *tally.excerpt_tail), key=lambda line: (order.get(line.file, 0), line.number))
     return ScanResult(tuple(names), total_bytes, total_lines, by_signature, tuple(tally.exceptions),
                       min(firsts) if firsts else None, max(lasts) if lasts else None, frozenset(tally.pids),
-                      tuple(excerpt), (*tally.blocks, *tally.blocks_tail), tuple(ends))
+                      tuple(excerpt), (*tally.blocks, *tally.blocks_tail), tuple(ends), tuple(tails))
+
+
+def _last_lines(name: str, printed: bytes, end: int) -> list[Line]:
+    """The last TAIL_LINES non-blank lines of PRINTED (the log's last bytes, trailing blank lines left out), whose
+    last line is number END: where a paste ends, whatever its lines hold (structure/risk.py)."""
+    kept: list[Line] = []
+    for back, raw in enumerate(reversed(printed.split(b"\n")[-4 * TAIL_LINES:])):
+        if end - back < 1 or len(kept) == TAIL_LINES:
+            break
+        if raw.strip():
+            kept.append(Line(name, end - back, text(raw)))
+    return kept[::-1]

@@ -19,10 +19,11 @@ ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faul
 WITH_NEXT: tuple[bytes, ...] = (*installer.WITH_NEXT, *faulthandler.WITH_NEXT)
 
 
-def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]],
-            ends: dict[str, int] | None = None) -> tuple[list[Event], list[Traceback]]:
+def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[str, int] | None = None,
+            tails: list[Line] | None = None) -> tuple[list[Event], list[Traceback]]:
     """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix; ENDS: each
-    file's last non-blank line number (unknown: readers that need a log's end read nothing)."""
+    file's last non-blank line number (unknown: readers that need a log's end read nothing); TAILS: each file's last
+    non-blank lines, whatever they hold."""
     read = [(block, prefix, tracebacks.parse(block, prefix)) for block, prefix in blocks]
     parsed = [tb for _, _, tb in read if tb is not None]
     found: list[Event] = cut.events([(block, prefix) for block, prefix, tb in read if tb is None], lines)
@@ -34,7 +35,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]],
     found += [e for e in unfinished.events(lines, parsed, ends or {}) if e.file not in built]
     found += tracebacks.interrupted(lines + [line for block, _ in blocks for line in block])
     if not any(e.cause for e in found):  # a last resort: a paste that ends at a warning naming a risk
-        found += risk.events(lines, parsed, ends or {})
+        found += risk.events(lines, parsed, ends or {}, tails or [])
     found.sort(key=lambda e: (e.file, e.line))
     return found, parsed
 

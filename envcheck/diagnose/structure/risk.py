@@ -1,9 +1,10 @@
-"""A paste that ends at a warning which names why the run will fail or crawl: a program that found no GPU and fell
-back to the CPU, bitsandbytes without libcudart, Ray without room in /dev/shm. Programs print these and go on, so
-they are no cause where the run goes on past them (no_cuda.py); but a paste whose last line is such a warning, with no
-error anywhere, is what users show when that warning is all the run said: in the corpus's development half every
-log whose paste holds one of them was settled as the warning's cause (12 of 12). A weak cause, as
-structure/unfinished.py's: it leads only when nothing else was found, and it says what to check."""
+"""A paste that ends at a warning which names why the run will fail or crawl (a program that found no GPU and fell
+back to the CPU, bitsandbytes without libcudart, Ray without room in /dev/shm), or in NCCL's set-up lines. Programs
+print these and go on, so they are no cause where the run goes on past them (no_cuda.py); but a paste whose last line
+is such a warning, with no error anywhere, is what users show when that warning is all the run said: in the corpus's
+development half every log whose paste holds one of the warnings was settled as the warning's cause (12 of 12), and
+13 of the 15 that end in NCCL's INFO lines as an NCCL failure (a hang). A weak cause, as structure/unfinished.py's:
+it leads only when nothing else was found, and it says what to check."""
 
 from __future__ import annotations
 
@@ -32,6 +33,12 @@ class Risk:
     explanation: str
     fix: str
     source: str
+    own_lines: re.Pattern[str] | None = None  # the program's own lines, which say "error" without being the run's
+
+    def own(self, text: str) -> bool:
+        """TEXT is this warning (or its closing line), or one of the program's own lines: no error of the run's."""
+        return bool(self.pattern.search(text) or (self.closing is not None and self.closing.search(text))
+                    or (self.own_lines is not None and self.own_lines.search(text)))
 
 
 _CHECK = ("Check what torch sees: python -c \"import torch; print(torch.__version__, torch.version.cuda, "
@@ -85,25 +92,42 @@ RISKS = (
          "emptyDir with medium: Memory mounted at /dev/shm).",
          "ray python/ray/_private/services.py (the object store's /dev/shm check: 'The object store is using /tmp "
          "instead of /dev/shm because /dev/shm has only N bytes available')"),
+    Risk(re.compile(r"\bNCCL INFO\b"), None, "nccl_error", "nccl",
+         "The paste ends in NCCL's set-up lines (NCCL_DEBUG=INFO) and shows no error: NCCL hung or stopped there",
+         "The last thing the log shows is NCCL connecting the ranks (its INFO lines: the network, rings, channels), "
+         "and nothing after it: a run that goes on prints its training next. An NCCL hang at start-up on one "
+         "machine is most often PCIe ACS or the IOMMU routing GPU peer-to-peer traffic through the CPU; across "
+         "machines, a network interface the ranks cannot reach.",
+         "Run nccl-tests (all_reduce_perf -b 8 -e 128M -g <GPUs>) on the same GPUs; if it hangs too, try "
+         "NCCL_P2P_DISABLE=1 (then disable ACS / set iommu=pt), and across machines set NCCL_SOCKET_IFNAME to the "
+         "interface the nodes share; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET shows where it stops.",
+         "NCCL's user guide, Troubleshooting: PCI Access Control Services and IOMMU 'can cause ... a hang'; "
+         "NCCL_SOCKET_IFNAME", re.compile(r"\bNCCL (?:INFO|WARN)\b")),
 )
 ANCHORS = (b"+cpu", b"device: cpu, n_gpu: 0", b"but CUDA is not available", b"FP16 is not supported on CPU",
            b"Running on CPU now!", b"no GPU has been detected", b"Falling back to CPU mode", b"No libcudart.so found",
            b"/dev/shm has only ", b"of available RAM", b"This will harm performance")
 
 
-def events(lines: list[Line], parsed: list[object], ends: dict[str, int]) -> list[Event]:
+def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails: list[Line]) -> list[Event]:
     """LINES: the excerpt's candidate lines in log order; PARSED: its tracebacks with an exception line; ENDS: each
-    file's last non-blank line number."""
-    if parsed or any(_ERROR.search(line.text) and not _risk(line.text) for line in lines):
-        return []  # an error anywhere (in any log given): the run failed otherwise, or the readers of errors say how
+    file's last non-blank line number; TAILS: each file's last non-blank lines, whatever they hold."""
+    if parsed:
+        return []  # an exception in any log given: the run failed otherwise, or the readers of errors say how
+    errors = [line for line in lines if _ERROR.search(line.text)]
     found = []
     for file, end in ends.items():
-        mine = {line.number: line for line in lines if line.file == file}
-        # Python's warnings module prints the warning's source line after it ("  warn(msg)"): the paste may end there
-        last = mine.get(end) or (mine[end - 1] if end - 1 in mine and _PY_WARNING.search(mine[end - 1].text) else None)
+        mine = {line.number: line for line in (*lines, *tails) if line.file == file}
+        last = mine.get(end)
         if last is None:
             continue
+        warned = mine.get(end - 1)  # Python's warnings module prints the warning's source line ("  warn(msg)") under it
+        if warned is not None and _PY_WARNING.search(warned.text) and last.text[:1].isspace():
+            last = warned
         for risk in RISKS:
+            # an error anywhere (in any log given) but the program's own lines: the run failed otherwise
+            if any(not risk.own(line.text) for line in errors):
+                continue
             at = last if risk.pattern.search(last.text) else None
             if at is None and risk.closing is not None and risk.closing.search(last.text):
                 at = next((mine[n] for n in range(end - 1, end - MESSAGE_LINES - 1, -1)
@@ -113,8 +137,3 @@ def events(lines: list[Line], parsed: list[object], ends: dict[str, int]) -> lis
                                    file, at.number, at.text.strip(), risk.source, risk.library))
                 break
     return found
-
-
-def _risk(text: str) -> bool:
-    """TEXT is one of the warnings (or its closing line): its own words ('errors' in a path) are no other error."""
-    return any(r.pattern.search(text) or (r.closing is not None and r.closing.search(text)) for r in RISKS)
