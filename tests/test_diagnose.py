@@ -13,7 +13,8 @@ from envcheck.cli import main
 from envcheck.diagnose.engine import Request, diagnose
 from envcheck.diagnose.exitcodes import from_text, interpret
 from envcheck.diagnose.kernel import read_file
-from envcheck.diagnose.scan import MAX_LINE, Matcher, scan
+from envcheck.diagnose.chunks import MAX_LINE
+from envcheck.diagnose.scan import Matcher, scan
 from envcheck.diagnose.source import open_log
 from envcheck.matrix import load_matrix
 

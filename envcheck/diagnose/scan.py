@@ -9,9 +9,10 @@ kept hits per signature are all that is held.
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from typing import Iterable
 
 from envcheck.diagnose import headless
+from envcheck.diagnose.chunks import Progress, read_blocks
 from envcheck.diagnose.matcher import TRACEBACK, Matcher
 from envcheck.diagnose.model import ScanResult, SignatureHits
 from envcheck.diagnose.prefixes import unprefixed
@@ -22,10 +23,7 @@ from envcheck.diagnose.structure.model import Line
 from envcheck.diagnose.tally import BLOCKS, Tally, text
 
 CHUNK = 8 * 1024 * 1024
-MAX_LINE = 64 * 1024  # longer lines are matched in segments of this size
 _PROBE_LINES = 400
-HOLD = 16 * 1024  # a traceback that starts in a chunk's last HOLD bytes is read with the next chunk's first REACH
-REACH = 64 * 1024
 # The head: where anchors common in this log are looked for (and the log's first stamp and pids), and what the
 # anchors' keys are chosen from. (The stamp regex has no literal: an unstamped log's first MiB would cost 0.1 s.)
 _SAMPLE = 64 * 1024
@@ -40,28 +38,8 @@ _PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})
                    rb"|:\s+(\d{2,9})\s+(?:Killed|Segmentation fault|Bus error|Aborted)\b")
 MAX_PIDS = 512
 TAIL_LINES = 2  # each log's last non-blank lines, kept whatever they hold
-# Terminal escapes that a log saved with tee keeps: colours (ECMA-48 CSI: ESC [ parameters final-byte; DeepSpeed's red
-# "[ERROR]", rich and loguru levels) and OSC sequences (ESC ] ... BEL or ESC \\: rich's hyperlinks). Removed before
-# matching, so a message coloured mid-phrase still matches; a chunk without ESC (nearly every log) costs one memchr:
-# a one-byte find (a two-byte `in` is 25 times slower).
-_ESC = b"\x1b"
-_ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
 BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
-
-Progress = Callable[[str, int, "int | None"], None]
-
-
-def _plain(data: bytes) -> bytes:
-    """DATA without terminal escape sequences and with Windows line ends (CRLF) as LF, so that a pattern's `$` and
-    NCCL's ' -> 2\n' hold in a log saved on Windows (unchanged, and not copied, when it holds no ESC and no CR; a
-    CRLF log costs one copy of each chunk)."""
-    if data.find(_ESC) >= 0:
-        data = _ESCAPES.sub(b"", data)
-    if data.find(b"\r") >= 0:  # a lone CR (a progress bar redrawn) stays
-        data = data.replace(b"\r\n", b"\n")
-    return data
-
 
 class _Scanner:
     def __init__(self, matcher: Matcher, name: str, tally: Tally) -> None:
@@ -330,47 +308,6 @@ def _held(data: bytes, start: int, end: int, line: bytes, inline: tuple[bytes, .
     return present
 
 
-def _read(log: OpenedLog, scanner: _Scanner, progress: Progress | None) -> int:
-    """Feed LOG to SCANNER in blocks that end at line ends. A line cut by a chunk's end is finished by the next
-    chunk; a traceback whose header is in a chunk's last HOLD bytes is held back and read with the next chunk's
-    first REACH bytes, so that its exception line, past the chunk's end, stays in its block. Returns the bytes read."""
-    read, carry, held = 0, b"", b""  # the line cut by the chunk's end; the lines held back from a traceback on
-    for chunk in log.chunks(CHUNK):
-        read += len(chunk)
-        chunk = _plain(chunk)
-        lo = 0
-        if carry or held:
-            reach = chunk.rfind(b"\n", 0, REACH) + 1 if held else 0
-            reach = reach or chunk.find(b"\n") + 1
-            if not reach:
-                carry, lo = carry + chunk, len(chunk)
-            else:  # the cut line (and the held lines), then the chunk in place from REACH
-                scanner.block(_plain(held + carry + chunk[:reach]), complete=True)  # a sequence cut by the end
-                carry, held, lo = b"", b"", reach
-        if lo < len(chunk):
-            cut = chunk.rfind(b"\n", lo) + 1
-            if cut > lo:
-                header = chunk.rfind(TRACEBACK, max(lo, cut - HOLD), cut)
-                start = max(chunk.rfind(b"\n", lo, header) + 1, lo) if header >= 0 else cut
-                start = cut if cut - start > MAX_LINE else start  # a header inside an over-long line: not held
-                if start > lo:
-                    scanner.block(chunk, complete=True, lo=lo, hi=start)
-                held, carry = chunk[start:cut], chunk[cut:]
-            else:
-                carry = chunk[lo:]
-        while len(carry) > MAX_LINE:  # an over-long line: match it in segments, count it once
-            if held:  # the held lines come first
-                scanner.block(held, complete=True)
-                held = b""
-            scanner.block(carry[:MAX_LINE], complete=False)
-            carry = carry[MAX_LINE:]
-        if progress is not None:
-            progress(log.name, log.position(), log.size)
-    if held or carry:
-        scanner.block(_plain(held + carry) + (b"\n" if carry else b""), complete=True)
-    return read
-
-
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
     """Scan every log in turn; line numbers are per file."""
     tally, names, total_bytes, total_lines = Tally(), [], 0, 0
@@ -378,7 +315,7 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
     for log in logs:
         names.append(log.name)
         scanner = _Scanner(matcher, log.name, tally)
-        total_bytes += _read(log, scanner, progress)
+        total_bytes += read_blocks(log, scanner, progress, CHUNK)
         scanner.finish()
         total_lines += scanner.line - 1
         # trailing blank lines are no part of what was printed (a log of blank lines alone ends at 0; blank lines
