@@ -1,12 +1,14 @@
 """Top-1 accuracy of `envcheck diagnose` on one split of the labelled corpus (tests/assets/diagnose/corpus/).
 
-Usage: python benchmarks/diagnose_accuracy.py [--split dev|test|all] [--corpus DIR] [--misses] [--json]
+Usage: python benchmarks/diagnose_accuracy.py [--split dev|test|all] [--corpus DIR] [--misses] [--judged] [--json]
 
 For each `[[log]]` of labels.toml in the split: the primary cause `diagnose` names (offline: only the log) against
 the label, the `library` it names against the label's (when the label names one), per-cause precision/recall and
 a confusion table (label -> predicted). Beside it, a 14-regex toy: OUR RECONSTRUCTION of the baseline issue 17
 quotes (one regex per common cause, first match in the log wins, in the order below); it is not the original.
-While tuning, run only `--split dev` (the default): `test` is the held-out half, measured by the lead only
+`--judged` adds how the logs read against what their lines show: the corpus's judged.tsv holds two blind judges'
+verdicts per log (shown, hinted, not_shown; benchmarks/diagnose_ceiling_brief.md), and the table counts the logs
+read right and wrong for each pair of verdicts. While tuning, run only `--split dev` (the default): `test` is the held-out half, measured by the lead only
 (benchmarks/README.md lists every measurement).
 """
 
@@ -104,6 +106,25 @@ def ours(path: str) -> tuple[str, str]:
     return result.causes[0].cause, getattr(result.causes[0], "library", "") or ""
 
 
+JUDGED_ORDER = ("both shown", "shown+hinted", "shown+not_shown", "both hinted", "hinted+not_shown", "both not_shown")
+
+
+def judged(corpus: str) -> dict[str, str]:
+    """id -> the pair of verdicts judged.tsv holds for it ("both shown", "shown+hinted", ...); {} without the file."""
+    path = os.path.join(corpus, "judged.tsv")
+    if not os.path.exists(path):
+        return {}
+    pairs = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("#") or line.startswith("id\t"):
+                continue
+            log_id, *verdicts = line.rstrip("\n").split("\t")
+            a, b = sorted(verdicts, key=("shown", "hinted", "not_shown").index)
+            pairs[log_id] = f"both {a}" if a == b else f"{a}+{b}"
+    return pairs
+
+
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """The 95 % Wilson score interval of a proportion: how far the top-1 figure of n logs may be from the rate on all
     logs like them (it stays inside [0, 1] and is honest at small n, unlike the normal approximation)."""
@@ -137,6 +158,7 @@ def main() -> int:
     parser.add_argument("--split", default="dev", choices=("dev", "test", "all"))
     parser.add_argument("--corpus", default=CORPUS)
     parser.add_argument("--misses", action="store_true", help="list each log whose primary cause is wrong")
+    parser.add_argument("--judged", action="store_true", help="cross the results with judged.tsv's verdicts")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sys.path.insert(0, HERE)
@@ -145,12 +167,15 @@ def main() -> int:
         print(f"no logs in split {args.split!r}", file=sys.stderr)
         return 2
     mine, baseline, library, misses = [], [], [0, 0, 0, 0], []
+    verdicts, crossed = judged(args.corpus) if args.judged else {}, Counter()
     for entry in entries:
         path = os.path.join(args.corpus, entry["file"])
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
         cause, lib = ours(path)
         mine.append((entry["cause"], cause))
+        if entry["id"] in verdicts:
+            crossed[(verdicts[entry["id"]], cause == entry["cause"])] += 1
         baseline.append((entry["cause"], toy(text)))
         right = same_library(lib, entry.get("library", ""))
         if entry.get("library"):
@@ -164,6 +189,9 @@ def main() -> int:
     report = {"split": args.split, "envcheck": score(mine), "toy_reconstruction": score(baseline),
               "library": {"labelled": library[1], "named_right": library[0], "shown_in_log": library[3],
                           "shown_named_right": library[2]}}
+    if args.judged:
+        report["judged"] = {pair: {"right": crossed[(pair, True)], "wrong": crossed[(pair, False)]}
+                            for pair in JUDGED_ORDER}
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True))
         return 0
@@ -180,6 +208,10 @@ def main() -> int:
     print("\nconfusion (label -> predicted: count), envcheck:")
     for label, row in sorted(e["confusion"].items()):
         print(f"  {label:<24} " + ", ".join(f"{got}: {n}" for got, n in sorted(row.items(), key=lambda x: -x[1])))
+    if args.judged:
+        print("\nwhat the lines show (judged.tsv, two blind judges) -> read right, wrong:")
+        for pair in JUDGED_ORDER:
+            print(f"  {pair:<18} {crossed[(pair, True)]:>4} {crossed[(pair, False)]:>4}")
     if args.misses:
         print("\nmisses (id, label, predicted, label library, named library):")
         for miss in misses:
