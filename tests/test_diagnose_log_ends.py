@@ -181,3 +181,42 @@ def test_a_traceback_cut_by_a_chunk_end_keeps_its_exception(tmp_path: Path, monk
     assert [(hit.line, hit.text) for hit in result.exceptions] == [(len(steps) + 1 + 2 * len(frames) + 1, exception)]
     (lines, _prefix), = result.blocks
     assert lines[0].text.startswith("Traceback") and exception in [line.text for line in lines]
+
+
+def test_a_second_traceback_after_a_held_one_keeps_its_exception(tmp_path: Path, monkeypatch) -> None:
+    """The block that finishes a held traceback ends where the next traceback starts (a review's log: the second
+    traceback began inside the next chunk's first 64 KiB and ended past it, and lost its exception)."""
+    import envcheck.diagnose.scan as scan_mod
+
+    monkeypatch.setattr(scan_mod, "CHUNK", 100_000)
+    def traceback(name: str, frames: int) -> list[str]:
+        return ["Traceback (most recent call last):", *[f'  File "/opt/app/{name}_{i}.py", line {i}, in f{i}\n'
+                                                        f'    g{i}({"batch, " * 12}step)' for i in range(frames)]]
+    lines = [f"step {i:05d} loss 1.0" for i in range(4900)]  # 98,000 bytes: the first header is held
+    lines += [*traceback("a", 20), "ValueError: first", *[f"retry {i:05d} of the batch" for i in range(1900)]]
+    lines += [*traceback("b", 150), "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    path = tmp_path / "two.log"
+    path.write_text("\n".join(lines) + "\n")
+    data = path.read_bytes()  # the second traceback starts inside the next chunk's first 64 KiB and ends past it
+    assert 100_000 < data.find(b"Traceback", 100_000) < 100_000 + 65_536 < data.find(b"RuntimeError")
+    with open_log(str(path)) as log:
+        result = scan_mod.scan([log], Matcher(load_matrix().signatures))
+    assert [hit.text for hit in result.exceptions] == [
+        "ValueError: first", "RuntimeError: CUDA error: an illegal memory access was encountered"]
+
+
+def test_a_traceback_header_cut_by_a_chunk_end_keeps_its_exception(tmp_path: Path, monkeypatch) -> None:
+    """The chunk's end falls inside the header line itself: the line, finished by the next chunk, starts a
+    traceback whose frames and exception follow in that chunk."""
+    import envcheck.diagnose.scan as scan_mod
+
+    steps = "".join(f"step {i:05d} loss 1.0\n" for i in range(4900))
+    frames = "".join(f'  File "/opt/app/a_{i}.py", line {i}, in f{i}\n    g{i}()\n' for i in range(30))
+    path = tmp_path / "header.log"
+    path.write_text(steps + "Traceback (most recent call last):\n" + frames + "KeyError: 'input_ids'\ndone\n")
+    header = len(steps)
+    for chunk in range(header - 3, header + 40, 6):
+        monkeypatch.setattr(scan_mod, "CHUNK", chunk)
+        with open_log(str(path)) as log:
+            result = scan_mod.scan([log], Matcher(load_matrix().signatures))
+        assert [hit.text for hit in result.exceptions] == ["KeyError: 'input_ids'"], chunk

@@ -45,6 +45,12 @@ def test_a_prefixed_log_reads_its_cause(tmp_path: Path, capsys, name: str, cause
     (b"RuntimeError: CUDA error", b"RuntimeError: CUDA error"),  # an exception's name is no host
     (b"ld: cannot find -lcurand", b"ld: cannot find -lcurand"),
     (b"train.py: error: unrecognized arguments", b"train.py: error: unrecognized arguments"),
+    (b"gpu-node-3: Killed", b"Killed"),
+    (b"ip-10-0-0-7: Killed", b"Killed"),
+    # a review's counter-examples: a sweep's trial, a step, a tool's name are no host
+    (b"trial-7: Killed after 3 of 10 epochs", b"trial-7: Killed after 3 of 10 epochs"),
+    (b"step-1: Aborted", b"step-1: Aborted"),
+    (b"collect2: error: ld returned 1 exit status", b"collect2: error: ld returned 1 exit status"),
     (b"  File \"x.py\", line 1", b"  File \"x.py\", line 1"),
 ])
 def test_only_launchers_prefixes_are_taken_off(line: bytes, bare: bytes) -> None:

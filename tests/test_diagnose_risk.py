@@ -76,3 +76,27 @@ def test_a_paste_that_ends_in_ncclss_set_up_lines_reads_as_an_nccl_hang(tmp_path
                                    "RuntimeError: the dataset has no split 'train'\n"])
 def test_ncclss_set_up_lines_followed_by_anything_name_no_hang(tmp_path: Path, capsys, after: str) -> None:
     assert "nccl_error" not in [c["cause"] for c in causes_of(capsys, tmp_path, NCCL_START + after)]
+
+
+# a read-only review's counter-examples (2026-12-02): pip's own lines name a +cpu wheel without running it; an error
+# no other anchor marks, or a kill, shows the run failed otherwise
+@pytest.mark.parametrize("text", [
+    "Installing collected packages: torch\nSuccessfully installed MarkupSafe-2.1.3 torch-2.1.0+cpu "
+    "typing-extensions-4.4.0",
+    "#9 97.35 Successfully installed torch-2.1.0+cpu",
+    "ERROR: torch-2.1.0+cpu-cp311-cp311-win_amd64.whl is not a supported wheel on this platform.",
+    "wandb: ERROR Run initialization has timed out after 90.0 sec.\n/venv/lib/python3.10/site-packages/torch/cuda/"
+    "amp/grad_scaler.py:120: UserWarning: torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
+    "Disabling.",
+    "(raylet) [2025-01-01 10:00:00,000 E 12 12] ERROR worker.py:405 -- Unhandled error\n2025-10-09 20:16:32,652\t"
+    "WARNING services.py:2159 -- WARNING: The object store is using /tmp instead of /dev/shm because /dev/shm has "
+    "only 67104768 bytes available. This will harm performance!",
+])
+def test_pips_lines_and_unmarked_errors_leave_the_warning_no_cause(tmp_path: Path, capsys, text: str) -> None:
+    assert primary_of(capsys, tmp_path, text + "\n")["cause"] is None
+
+
+def test_a_kill_keeps_the_warning_out_of_the_causes(tmp_path: Path, capsys) -> None:
+    text = ("Killed\n/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:250: UserWarning: User provided "
+            "device_type of 'cuda', but CUDA is not available. Disabling\n  warnings.warn(\n")
+    assert [c["cause"] for c in causes_of(capsys, tmp_path, text)] == ["host_oom"]

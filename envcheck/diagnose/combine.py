@@ -21,6 +21,7 @@ from envcheck.diagnose.structure.installer import BUILT
 from envcheck.diagnose.structure.model import Event
 from envcheck.diagnose.structure.ngc import COMPAT_OK, STATUS_LINES
 from envcheck.diagnose.structure.no_cuda import GPU_BUILD, WEAK
+from envcheck.diagnose.structure.risk import LAST_RESORT
 from envcheck.diagnose.structure.tracebacks import INTERRUPTED, WEAK_CRASH
 from envcheck.diagnose.symbols import describe_line, library_of
 from envcheck.diagnose.window import run_like
@@ -104,7 +105,8 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         d.first = min(d.first, found.hits[0].line)
 
     hints = [e for e in events if e.kind == BUILT]
-    _structure_evidence(tuple(e for e in events if not e.hint), draft, drafts, context)
+    last_resort = tuple(e for e in events if e.kind == LAST_RESORT)
+    _structure_evidence(tuple(e for e in events if not e.hint and e.kind != LAST_RESORT), draft, drafts, context)
 
     if exit_info and exit_info.signal in PRIORS:
         prior = PRIORS[exit_info.signal]
@@ -125,6 +127,8 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
                            "the installed torch/CUDA; print the full stack with gdb.",
                            (f"gdb --batch -ex bt {core.executable or '<executable>'} {core.path}",)))
 
+    if last_resort and not any(d.strength for d in drafts.values()):  # a warning a paste ends at: when nothing else
+        _structure_evidence(last_resort, draft, drafts, context)
     cpu, builds = drafts.get("torch_cpu_only"), [e.library for e in events if e.kind == GPU_BUILD]
     if cpu is not None and builds and (cpu.confidence() <= WEAK or "rocm" in builds):
         del drafts["torch_cpu_only"]  # torch sees no GPU, but it is a CUDA (ROCm) build: not a CPU-only torch

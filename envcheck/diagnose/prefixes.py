@@ -13,13 +13,17 @@ import re
 # - torchrun (torch.distributed.elastic's per-rank log lines): `[rank0]:`, `[default0]:`;
 # - Open MPI's `mpirun --tag-output`: `[1,0]<stdout>:`, `[1,0]<stderr>:`;
 # - pdsh (DeepSpeed's multi-node runner) and `srun --label`: the host or task, then `: ` (`10.0.0.7: `,
-#   `worker-1: `, `0: `): a host name only when it holds a digit, so that `RuntimeError: ` is no prefix;
+#   `worker-1: `, `0: `): a host name only in the shapes clusters name nodes (a word such as node, gpu or worker
+#   and a number: `gpu-node-3`, `ip-10-0-0-7`, `dgx01`), so that `RuntimeError: `, `collect2: ` or a sweep's
+#   `trial-7: ` is no prefix;
 # - Ray's workers: `(RayWorkerWrapper pid=4242, ip=10.0.0.7) `, `(pid=4242) `, `(raylet) `;
 # - docker compose: `app-1  | `, `vllm_1  | `;
 # - docker logs -t and kubectl logs --timestamps: an RFC 3339 time, `2024-05-01T10:00:00.123456789Z `.
+_HOST = (rb"(?i:(?:[a-z]+-)*(?:node|gpu|worker|host|compute|ip|dgx|master|server|machine|rank)[-_]?\d+"
+         rb"(?:[-.][a-z0-9]+)*)")
 _ONE = (rb"\[(?:rank|default|local_rank)?\d+\]:"
         rb"|\[\d+,\d+\]<std(?:out|err)>:"
-        rb"|(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*|[A-Za-z][\w.]*-[\w.-]+|\d{1,5}):(?= )"
+        rb"|(?:\d{1,3}(?:\.\d{1,3}){3}|" + _HOST + rb"|\d{1,5}):(?= )"
         rb"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:]+)?\)|\(raylet\)"
         rb"|[\w.-]+[-_]\d+ +\|"
         rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)")

@@ -15,6 +15,7 @@ from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.no_cuda import CUDA_TORCH
 
 CONFIDENCE = 0.3
+LAST_RESORT = "risk_warning"  # an Event of this kind counts only when no other evidence names a cause (combine.py)
 # a message printed over lines (Ray wraps its warning): its first line may end this many lines before the paste
 MESSAGE_LINES = 6
 # an error of any kind in the paste: the run failed otherwise, and the readers of errors say how
@@ -36,9 +37,14 @@ class Risk:
     own_lines: re.Pattern[str] | None = None  # the program's own lines, which say "error" without being the run's
 
     def own(self, text: str) -> bool:
-        """TEXT is this warning (or its closing line), or one of the program's own lines: no error of the run's."""
-        return bool(self.pattern.search(text) or (self.closing is not None and self.closing.search(text))
-                    or (self.own_lines is not None and self.own_lines.search(text)))
+        """TEXT is one of the program's own lines, or holds an error only inside this warning's words (a path or a
+        name): no error of the run's."""
+        if self.own_lines is not None and self.own_lines.search(text):
+            return True
+        rest = text
+        for regex in (self.pattern, self.closing):
+            rest = regex.sub(" ", rest) if regex is not None else rest
+        return rest != text and not _ERROR.search(rest)
 
 
 _CHECK = ("Check what torch sees: python -c \"import torch; print(torch.__version__, torch.version.cuda, "
@@ -56,7 +62,11 @@ def _cpu(pattern: str, closing: str | None, what: str, source: str) -> Risk:
 
 
 RISKS = (
-    _cpu(r"\btorch[-= ]v?\d+\.\d+(?:\.\d+)?\+cpu\b", None, "a CPU-only build of torch (torch ...+cpu)",
+    # not in pip's (or uv's, or Docker's step-prefixed) own lines: an install or a download of a wheel ran nothing
+    _cpu(r"^(?!\W*(?:#\d+ [\d.]+ )?(?:Successfully|Saved|ERROR|Collecting|Downloading|Requirement|Installing|"
+         r"Processing|Obtaining|Using cached|Looking in|Building wheel|Created wheel|Stored in|Would install|"
+         r"Installed|Resolved|Prepared|Audited)\b).*\btorch[-= ]v?\d+\.\d+(?:\.\d+)?\+cpu\b", None,
+         "a CPU-only build of torch (torch ...+cpu)",
          "torch.__version__ of the CPU wheels (local version tag +cpu), as Ultralytics' select_device banner "
          "('torch-<version> CPU') and pip ('Successfully installed torch-<version>+cpu') print it"),
     _cpu(r"\bdevice: cpu, n_gpu: 0\b", None, "'device: cpu, n_gpu: 0'",
@@ -104,9 +114,11 @@ RISKS = (
          "NCCL's user guide, Troubleshooting: PCI Access Control Services and IOMMU 'can cause ... a hang'; "
          "NCCL_SOCKET_IFNAME", re.compile(r"\bNCCL (?:INFO|WARN)\b")),
 )
-ANCHORS = (b"+cpu", b"device: cpu, n_gpu: 0", b"but CUDA is not available", b"FP16 is not supported on CPU",
-           b"Running on CPU now!", b"no GPU has been detected", b"Falling back to CPU mode", b"No libcudart.so found",
-           b"/dev/shm has only ", b"of available RAM", b"This will harm performance")
+# ERROR: a run's error lines that no other anchor marks ('wandb: ERROR ...', '[ERROR] ...') must be seen to count
+ANCHORS = (b"ERROR", b"+cpu", b"device: cpu, n_gpu: 0", b"but CUDA is not available",
+           b"FP16 is not supported on CPU", b"Running on CPU now!", b"no GPU has been detected",
+           b"Falling back to CPU mode", b"No libcudart.so found", b"/dev/shm has only ", b"of available RAM",
+           b"This will harm performance")
 
 
 def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails: list[Line]) -> list[Event]:
@@ -133,7 +145,7 @@ def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails:
                 at = next((mine[n] for n in range(end - 1, end - MESSAGE_LINES - 1, -1)
                            if n in mine and risk.pattern.search(mine[n].text)), None)
             if at is not None:
-                found.append(Event("risk_warning", risk.cause, CONFIDENCE, risk.title, risk.explanation, risk.fix,
+                found.append(Event(LAST_RESORT, risk.cause, CONFIDENCE, risk.title, risk.explanation, risk.fix,
                                    file, at.number, at.text.strip(), risk.source, risk.library))
                 break
     return found
