@@ -64,6 +64,18 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c2722": ("unknown", "ninja's FAILED and nvcc line of Megatron's fused-softmax JIT build (not DeepSpeed's), cut"),
     "c2724": ("unknown", "DeepSpeed's launcher 'Killing subprocess' lines alone; the thread found GPU memory short"),
     "c2729": ("unknown", "DeepSpeed's launcher 'Killing subprocess' lines alone; the container's /dev/shm was small"),
+    # the fourteenth round's dev logs that no rule reads (the eleventh session's): each is cut off before its error,
+    # shows none, or shows a message whose cause the label rule leaves open
+    "c2890": ("deepspeed_build_failure", "DeepSpeed's cpu_adam JIT build cut at nvcc's line; CUDA 11.7 lacked sm_89"),
+    "c2904": ("unknown", "a TRL GRPO rank's traceback cut inside vLLM's LLM(); the fix lowered gpu_memory_utilization"),
+    "c2906": ("unknown", "ollama's 'failed to create context with model' after SIGABRT; a later ollama fixed the OOM"),
+    "c2932": ("unknown", "'error: command nvcc failed with exit code 1' alone; nvcc was too old for compute_80"),
+    # torch's cuDNN check (SIG191 names cuda_toolkit_mismatch); the collector read it as version_conflict
+    "c2942": ("cuda_toolkit_mismatch", "torch's 'cuDNN version incompatibility: compiled against (8, 5, 0)'"),
+    "c2943": ("unknown", "torch 1.x's 'cuDNN version mismatch: PyTorch was compiled against 7102 but linked against'"),
+    "c2950": ("unknown", "XLA's 'Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR'; installing cuDNN fixed it"),
+    "c2952": ("unknown", "Windows' entry point not found in cudnn_adv_infer64_8.dll (Chinese) and Paddle's cuDNN warning"),
+    "c2962": ("unknown", "jaxlib's 'cudaGetErrorString symbol not found' under CUDA 12; jax 0.3 was too old"),
     "c2732": ("unknown", "OpenRLHF's DeepSpeed set-up lines before the kill, not the kill itself; host RAM ran out"),
     "c2783": ("unknown", "pyannote's TF32 warnings, cut off before NumPy 2's np.NAN error"),
     "c2834": ("unknown", "mmdeploy's TensorRT traceback cut off before its ImportError (libnvinfer.so.8)"),
