@@ -90,3 +90,9 @@ def test_a_logged_stack_is_no_headless_traceback_and_keeps_the_kernels_oom_kill(
                               kernel_log=str(MINED / "review-revE-08.kern")))
     assert result.first_exception is None
     assert result.causes[0].cause == "host_oom" and any(e.source == "kernel" for e in result.causes[0].evidence)
+
+
+def test_ggmls_no_device_code_on_a_build_made_for_the_gpu_is_no_architecture_problem() -> None:
+    """A review's V100 running a build made for compute capability 7.0: flash_attn_ext's 'no device code compatible
+    with CUDA arch 700 ... compiled for: 700' is ggml choosing a kernel Volta lacks (a bug), not a missing arch."""
+    assert "cuda_arch_unsupported" not in [c.cause for c in _causes("review-revM-07.log")]
