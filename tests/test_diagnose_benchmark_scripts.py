@@ -113,14 +113,6 @@ def test_every_signature_is_a_pattern_grep_accepts_in_the_speed_benchmark(tmp_pa
     assert refused == []
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("diagnose_accuracy", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_judged_verdicts_cover_every_corpus_log_twice() -> None:
     """judged.tsv (two blind judges per log) names each log of labels.toml once, with two valid verdicts."""
     import tomllib
@@ -136,4 +128,4 @@ def test_the_judged_verdicts_cover_every_corpus_log_twice() -> None:
 def test_a_pair_of_verdicts_is_named_in_order_whichever_judge_gave_which(tmp_path: Path) -> None:
     (tmp_path / "judged.tsv").write_text("# note\nid\tjudge_a\tjudge_b\nc1\thinted\tshown\nc2\tnot_shown\tnot_shown\n"
                                          "c3\tshown\tnot_shown\n")
-    assert _module().judged(str(tmp_path)) == {"c1": "shown+hinted", "c2": "both not_shown", "c3": "shown+not_shown"}
+    assert _script().judged(str(tmp_path)) == {"c1": "shown+hinted", "c2": "both not_shown", "c3": "shown+not_shown"}
