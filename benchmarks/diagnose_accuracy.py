@@ -8,8 +8,8 @@ a confusion table (label -> predicted). Beside it, a 14-regex toy: OUR RECONSTRU
 quotes (one regex per common cause, first match in the log wins, in the order below); it is not the original.
 `--judged` adds how the logs read against what their lines show: the corpus's judged.tsv holds two blind judges'
 verdicts per log (shown, hinted, not_shown; benchmarks/diagnose_ceiling_brief.md), and the table counts the logs
-read right and wrong for each pair of verdicts. While tuning, run only `--split dev` (the default): `test` is the held-out half, measured by the lead only
-(benchmarks/README.md lists every measurement).
+read right and wrong for each pair of verdicts. While tuning, run only `--split dev` (the default): `test` is the
+held-out half, measured by the lead only (benchmarks/README.md lists every measurement).
 """
 
 from __future__ import annotations
@@ -120,6 +120,8 @@ def judged(corpus: str) -> dict[str, str]:
             if line.startswith("#") or line.startswith("id\t"):
                 continue
             log_id, *verdicts = line.rstrip("\n").split("\t")
+            if len(verdicts) != 2 or not set(verdicts) <= {"shown", "hinted", "not_shown"}:
+                continue  # a blank or malformed row counts in no pair
             a, b = sorted(verdicts, key=("shown", "hinted", "not_shown").index)
             pairs[log_id] = f"both {a}" if a == b else f"{a}+{b}"
     return pairs

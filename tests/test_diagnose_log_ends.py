@@ -220,3 +220,17 @@ def test_a_traceback_header_cut_by_a_chunk_end_keeps_its_exception(tmp_path: Pat
         with open_log(str(path)) as log:
             result = scan_mod.scan([log], Matcher(load_matrix().signatures))
         assert [hit.text for hit in result.exceptions] == ["KeyError: 'input_ids'"], chunk
+
+
+def test_the_tail_pass_reads_the_lines_before_a_held_back_traceback(tmp_path: Path, match_engine: str) -> None:
+    """A traceback at a log's end is read as a block of its own (held back from the chunk before it); the tail pass,
+    which meets the anchors common in the log's head (the `re` engine leaves them out of the streaming pass), still
+    reads the lines before it (a review's log: 'collect: Error: ... +cpu' was lost without Hyperscan)."""
+    head = "info: step 10 loss 1.0 lr 0.001 +cpu Error: -> 1\n" * 3000
+    error = "collect: Error: something went wrong +cpu\n"
+    path = tmp_path / "tail.log"
+    path.write_text(head + "plain\n" * 2000 + error + "more\n" * 10 + "Traceback (most recent call last):\n"
+                    '  File "a.py", line 1, in <module>\nValueError: x\n')
+    with open_log(str(path)) as log:
+        result = scan([log], Matcher(load_matrix().signatures))
+    assert (5001, error.strip()) in [(line.number, line.text) for line in result.excerpt]

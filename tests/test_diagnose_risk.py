@@ -100,3 +100,34 @@ def test_a_kill_keeps_the_warning_out_of_the_causes(tmp_path: Path, capsys) -> N
     text = ("Killed\n/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:250: UserWarning: User provided "
             "device_type of 'cuda', but CUDA is not available. Disabling\n  warnings.warn(\n")
     assert [c["cause"] for c in causes_of(capsys, tmp_path, text)] == ["host_oom"]
+
+
+def test_ncclss_teardown_lines_at_the_end_are_no_hang(tmp_path: Path, capsys) -> None:
+    """A review's runs that ended: NCCL destroying its communicators, or a peer's connection closed at the end."""
+    for end in ("node1:42:42 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE",
+                "node1:42:99 [0] NCCL INFO [Service thread] Connection closed by localRank 1"):
+        assert "nccl_error" not in [c["cause"] for c in causes_of(capsys, tmp_path, NCCL_START + end + "\n")]
+
+
+def test_a_run_that_exited_0_or_finished_training_gets_no_last_resort(tmp_path: Path) -> None:
+    from envcheck.diagnose.engine import Request, diagnose
+
+    log = tmp_path / "run.log"
+    log.write_text("python train.py\n" + NCCL_START, encoding="utf-8")
+    assert [c.cause for c in diagnose(Request(logs=(str(log),), system=False)).causes] == ["nccl_error"]
+    assert diagnose(Request(logs=(str(log),), system=False, exit_code=0)).causes == ()
+    log.write_text("Training completed. Do not forget to share your model on huggingface.co/models =)\n"
+                   + NCCL_START, encoding="utf-8")
+    assert diagnose(Request(logs=(str(log),), system=False)).causes == ()
+
+
+def test_error_lines_no_anchor_marks_are_seen_without_filling_the_excerpt(tmp_path: Path, capsys) -> None:
+    """A log dense in 'ERROR' lines keeps its Xid line (a review's: the ERROR anchor once filled the bounded excerpt
+    and lost it), and an ERROR line near the end still keeps a warning at the end from naming its cause."""
+    lines = [f"2024-01-01 10:00:00 ERROR worker retrying request {i}" for i in range(5000)]
+    lines += ["[ 123.456] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."]
+    lines += [f"2024-01-01 10:00:00 ERROR worker retrying request {i}" for i in range(2000)]
+    assert primary_of(capsys, tmp_path, "\n".join(lines) + "\n")["cause"] == "gpu_xid"
+    text = ("wandb: ERROR Run initialization has timed out after 90.0 sec.\n" + "step 1\n" * 3000
+            + "Ultralytics YOLOv8.0.54 Python-3.10.6 torch-2.0.0+cpu CPU\n")
+    assert primary_of(capsys, tmp_path, text)["cause"] is None

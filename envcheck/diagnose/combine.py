@@ -127,7 +127,10 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
                            "the installed torch/CUDA; print the full stack with gdb.",
                            (f"gdb --batch -ex bt {core.executable or '<executable>'} {core.path}",)))
 
-    if last_resort and not any(d.strength for d in drafts.values()):  # a warning a paste ends at: when nothing else
+    # a warning a paste ends at: only when nothing else names a cause, the run did not exit 0 and did not finish
+    finished_in = {e.file for e in events if e.kind == FINISHED}
+    last_resort = tuple(e for e in last_resort if e.file not in finished_in)
+    if last_resort and not any(d.strength for d in drafts.values()) and not (exit_info and exit_info.code == 0):
         _structure_evidence(last_resort, draft, drafts, context)
     cpu, builds = drafts.get("torch_cpu_only"), [e.library for e in events if e.kind == GPU_BUILD]
     if cpu is not None and builds and (cpu.confidence() <= WEAK or "rocm" in builds):

@@ -58,7 +58,7 @@ def diagnose(request: Request, progress: Progress | None = None,
         skipped += [why] if why else []
     ignored: tuple[Ignored, ...] = ()
     structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks), dict(result.ends),
-                                           list(result.tails)) if result else ([], [])
+                                           list(result.tails), list(result.late_errors)) if result else ([], [])
     if events is not None:
         own_error = any(not tb.symptom for tb in parsed)
         events, ignored, notes = window.judge(events, run, own_error)

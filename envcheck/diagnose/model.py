@@ -42,6 +42,7 @@ class ScanResult:
     blocks: tuple[Any, ...] = ()  # (list[Line], prefix length): the traceback blocks, in log order
     ends: tuple[tuple[str, int], ...] = ()  # (file, the number of its last non-blank line): where each log ends
     tails: tuple[Any, ...] = ()  # structure.model.Line: each log's last non-blank lines, whatever they hold
+    late_errors: tuple[Any, ...] = ()  # structure.model.Line: lines saying error/failed/fatal in each log's last bytes
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ _PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})
                    rb"|:\s+(\d{2,9})\s+(?:Killed|Segmentation fault|Bus error|Aborted)\b")
 MAX_PIDS = 512
 TAIL_LINES = 2  # each log's last non-blank lines, kept whatever they hold
+LATE_ERRORS = 64  # lines that say error, failed or fatal, kept from each log's last RECENT bytes
+_ERRORISH = re.compile(rb"(?i)error|failed|fatal")
 BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
 BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
 
@@ -86,8 +88,7 @@ class _Scanner:
             self.stamps.tail(data[max(lo, hi - STAMP_WINDOW):hi])
             self.recent = (self.recent + data[max(lo, hi - RECENT):hi])[-RECENT:]
             if self.common:
-                cut = max(data.find(b"\n", max(lo, hi - RECENT) - 1, hi) + 1, lo) if hi - lo > RECENT else lo
-                self.tail, self.tail_line = data[cut:hi], self.line + data.count(b"\n", lo, cut)
+                self._keep_tail(data, lo, hi)
         # up to CUT the first BLOCKS tracebacks are still kept from the front; after it only the last ones can be,
         # found from the block's end, and traceback lines are no candidates (a log dense in tracebacks stays linear)
         cut, self.skipped = self._kept_until(data, lo, hi), -1
@@ -106,6 +107,22 @@ class _Scanner:
                 self.tally.add(rule.id, self.name, number, data[start:hi if end < 0 else end])
         if complete:
             self.line += lines
+
+    def _keep_tail(self, data: bytes, lo: int, hi: int) -> None:
+        """The log's last RECENT bytes from a line start, across blocks (a held-back traceback is a block of its own
+        at the end), and the number of their first line: what finish() meets with the common anchors."""
+        cut = max(data.find(b"\n", max(lo, hi - RECENT) - 1, hi) + 1, lo) if hi - lo > RECENT else lo
+        part, part_line = data[cut:hi], self.line + data.count(b"\n", lo, cut)
+        if cut > lo or not self.tail:
+            self.tail, self.tail_line = part, part_line
+            return
+        joined = self.tail + part
+        if len(joined) > RECENT:  # keep a line start
+            start = joined.find(b"\n", len(joined) - RECENT) + 1
+            start = start or len(self.tail)
+            self.tail_line += joined.count(b"\n", 0, start)
+            joined = joined[start:]
+        self.tail = joined
 
     def _part(self, data: bytes, block_lo: int, lo: int, hi: int, cut: int,  # type: ignore[no-untyped-def]
               prefilter, fast, prefilter_rest, fast_rest) -> None:
@@ -311,7 +328,7 @@ def _held(data: bytes, start: int, end: int, line: bytes, inline: tuple[bytes, .
 def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None = None) -> ScanResult:
     """Scan every log in turn; line numbers are per file."""
     tally, names, total_bytes, total_lines = Tally(), [], 0, 0
-    firsts, lasts, ends, tails = [], [], [], []
+    firsts, lasts, ends, tails, late_errors = [], [], [], [], []
     for log in logs:
         names.append(log.name)
         scanner = _Scanner(matcher, log.name, tally)
@@ -325,6 +342,7 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
         ends.append((log.name, 0 if not printed and scanner.line - 1 <= tail.count(b"\n")
                      else max(0, scanner.line - 1 - max(0, tail.count(b"\n") - 1))))
         tails += _last_lines(log.name, printed, ends[-1][1])
+        late_errors += _late_errors(log.name, printed, ends[-1][1])
         scanner.pids(scanner.recent)
         first, last = scanner.stamps.bounds()
         firsts += [first] if first else []
@@ -336,7 +354,25 @@ def scan(logs: Iterable[OpenedLog], matcher: Matcher, progress: Progress | None 
     excerpt = sorted((*tally.excerpt, *tally.excerpt_tail), key=lambda line: (order.get(line.file, 0), line.number))
     return ScanResult(tuple(names), total_bytes, total_lines, by_signature, tuple(tally.exceptions),
                       min(firsts) if firsts else None, max(lasts) if lasts else None, frozenset(tally.pids),
-                      tuple(excerpt), (*tally.blocks, *tally.blocks_tail), tuple(ends), tuple(tails))
+                      tuple(excerpt), (*tally.blocks, *tally.blocks_tail), tuple(ends), tuple(tails),
+                      tuple(late_errors))
+
+
+def _late_errors(name: str, printed: bytes, end: int) -> list[Line]:
+    """The last LATE_ERRORS lines of PRINTED (the log's last RECENT bytes, trailing blank lines left out; its last
+    line is number END) that say error, failed or fatal, whatever anchor they hold or not: whether a run failed
+    near its end (structure/risk.py), without making such lines candidates (a log dense in 'ERROR' would fill the
+    excerpt)."""
+    kept: list[Line] = []
+    lines = printed.split(b"\n")
+    if not _ERRORISH.search(printed):
+        return kept
+    for back, raw in enumerate(reversed(lines)):
+        if end - back < 1 or len(kept) == LATE_ERRORS:
+            break
+        if _ERRORISH.search(raw):
+            kept.append(Line(name, end - back, text(raw)))
+    return kept[::-1]
 
 
 def _last_lines(name: str, printed: bytes, end: int) -> list[Line]:

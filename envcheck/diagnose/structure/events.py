@@ -20,10 +20,11 @@ WITH_NEXT: tuple[bytes, ...] = (*installer.WITH_NEXT, *faulthandler.WITH_NEXT)
 
 
 def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[str, int] | None = None,
-            tails: list[Line] | None = None) -> tuple[list[Event], list[Traceback]]:
+            tails: list[Line] | None = None, late_errors: list[Line] | None = None
+            ) -> tuple[list[Event], list[Traceback]]:
     """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix; ENDS: each
     file's last non-blank line number (unknown: readers that need a log's end read nothing); TAILS: each file's last
-    non-blank lines, whatever they hold."""
+    non-blank lines, whatever they hold; LATE_ERRORS: the error lines among each file's last bytes."""
     read = [(block, prefix, tracebacks.parse(block, prefix)) for block, prefix in blocks]
     parsed = [tb for _, _, tb in read if tb is not None]
     found: list[Event] = cut.events([(block, prefix) for block, prefix, tb in read if tb is None], lines)
@@ -35,7 +36,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[
     found += [e for e in unfinished.events(lines, parsed, ends or {}) if e.file not in built]
     found += tracebacks.interrupted(lines + [line for block, _ in blocks for line in block])
     if not any(e.cause for e in found):  # a last resort: a paste that ends at a warning naming a risk
-        found += risk.events(lines, parsed, ends or {}, tails or [])
+        found += risk.events(lines, parsed, ends or {}, tails or [], late_errors or [])
     found.sort(key=lambda e: (e.file, e.line))
     return found, parsed
 

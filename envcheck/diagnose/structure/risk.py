@@ -68,7 +68,7 @@ RISKS = (
          r"Installed|Resolved|Prepared|Audited)\b).*\btorch[-= ]v?\d+\.\d+(?:\.\d+)?\+cpu\b", None,
          "a CPU-only build of torch (torch ...+cpu)",
          "torch.__version__ of the CPU wheels (local version tag +cpu), as Ultralytics' select_device banner "
-         "('torch-<version> CPU') and pip ('Successfully installed torch-<version>+cpu') print it"),
+         "('torch-<version> CPU') and environment listings print it (pip's and uv's own lines are left out)"),
     _cpu(r"\bdevice: cpu, n_gpu: 0\b", None, "'device: cpu, n_gpu: 0'",
          "transformers' example scripts and LLaMA-Factory: logger.warning('Process rank: ..., device: "
          "{training_args.device}, n_gpu: {training_args.n_gpu}, ...')"),
@@ -102,7 +102,9 @@ RISKS = (
          "emptyDir with medium: Memory mounted at /dev/shm).",
          "ray python/ray/_private/services.py (the object store's /dev/shm check: 'The object store is using /tmp "
          "instead of /dev/shm because /dev/shm has only N bytes available')"),
-    Risk(re.compile(r"\bNCCL INFO\b"), None, "nccl_error", "nccl",
+    # not NCCL's teardown (a communicator destroyed or aborted, a peer's connection closed at the end): a run that ended
+    Risk(re.compile(r"\bNCCL INFO\b(?!.*(?:Destroy COMPLETE|[Cc]onnection closed|\bAbort|\bfinalize|[Dd]estroy))"),
+         None, "nccl_error", "nccl",
          "The paste ends in NCCL's set-up lines (NCCL_DEBUG=INFO) and shows no error: NCCL hung or stopped there",
          "The last thing the log shows is NCCL connecting the ranks (its INFO lines: the network, rings, channels), "
          "and nothing after it: a run that goes on prints its training next. An NCCL hang at start-up on one "
@@ -114,19 +116,20 @@ RISKS = (
          "NCCL's user guide, Troubleshooting: PCI Access Control Services and IOMMU 'can cause ... a hang'; "
          "NCCL_SOCKET_IFNAME", re.compile(r"\bNCCL (?:INFO|WARN)\b")),
 )
-# ERROR: a run's error lines that no other anchor marks ('wandb: ERROR ...', '[ERROR] ...') must be seen to count
-ANCHORS = (b"ERROR", b"+cpu", b"device: cpu, n_gpu: 0", b"but CUDA is not available",
+ANCHORS = (b"+cpu", b"device: cpu, n_gpu: 0", b"but CUDA is not available",
            b"FP16 is not supported on CPU", b"Running on CPU now!", b"no GPU has been detected",
            b"Falling back to CPU mode", b"No libcudart.so found", b"/dev/shm has only ", b"of available RAM",
            b"This will harm performance")
 
 
-def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails: list[Line]) -> list[Event]:
+def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails: list[Line],
+           late_errors: list[Line]) -> list[Event]:
     """LINES: the excerpt's candidate lines in log order; PARSED: its tracebacks with an exception line; ENDS: each
-    file's last non-blank line number; TAILS: each file's last non-blank lines, whatever they hold."""
+    file's last non-blank line number; TAILS: each file's last non-blank lines, whatever they hold; LATE_ERRORS: the
+    lines that say error, failed or fatal among each file's last bytes (scan.RECENT), whatever else they hold."""
     if parsed:
         return []  # an exception in any log given: the run failed otherwise, or the readers of errors say how
-    errors = [line for line in lines if _ERROR.search(line.text)]
+    errors = [line for line in (*lines, *late_errors) if _ERROR.search(line.text)]
     found = []
     for file, end in ends.items():
         mine = {line.number: line for line in (*lines, *tails) if line.file == file}
