@@ -80,7 +80,7 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c2783": ("unknown", "pyannote's TF32 warnings, cut off before NumPy 2's np.NAN error"),
     "c2834": ("unknown", "mmdeploy's TensorRT traceback cut off before its ImportError (libnvinfer.so.8)"),
 }
-TEST_FLOOR = 421  # benchmarks/README.md: test-half top-1 of the last measurement (421/490, 4f8d36c)
+TEST_FLOOR = 421  # benchmarks/README.md: test-half top-1 of the last measurement (421/490, b74b678)
 
 
 def _labels(split: str) -> list[dict]:
