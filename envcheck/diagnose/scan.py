@@ -9,7 +9,7 @@ kept hits per signature are all that is held.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Callable, Iterable
 
 from envcheck.diagnose import headless
 from envcheck.diagnose.chunks import Progress, read_blocks
@@ -20,6 +20,7 @@ from envcheck.diagnose.source import OpenedLog
 from envcheck.diagnose.stamps import LogStamps
 from envcheck.diagnose.structure.events import WITH_NEXT
 from envcheck.diagnose.structure.model import Line
+from envcheck.diagnose.structure.risk import ERROR_WORDS
 from envcheck.diagnose.tally import BLOCKS, Tally, text
 
 CHUNK = 8 * 1024 * 1024
@@ -39,7 +40,7 @@ _PIDS = re.compile(rb"(?:\b(?:pid|PID)\s*[:=]?\s*|\b(?:sub)?process\s+)(\d{2,9})
 MAX_PIDS = 512
 TAIL_LINES = 2  # each log's last non-blank lines, kept whatever they hold
 LATE_ERRORS = 64  # lines that say error, failed or fatal, kept from each log's last RECENT bytes
-_ERRORISH = re.compile(rb"(?i)error|failed|fatal")
+_ERRORISH = re.compile(ERROR_WORDS.encode(), re.I)
 BLOCK_FRAMES = 48  # lines of one traceback's frames kept (the innermost)
 BLOCK_TAIL = 4  # lines kept after a traceback's exception line (a message wrapped over lines)
 
@@ -363,25 +364,23 @@ def _late_errors(name: str, printed: bytes, end: int) -> list[Line]:
     line is number END) that say error, failed or fatal, whatever anchor they hold or not: whether a run failed
     near its end (structure/risk.py), without making such lines candidates (a log dense in 'ERROR' would fill the
     excerpt)."""
-    kept: list[Line] = []
-    lines = printed.split(b"\n")
     if not _ERRORISH.search(printed):
-        return kept
-    for back, raw in enumerate(reversed(lines)):
-        if end - back < 1 or len(kept) == LATE_ERRORS:
-            break
-        if _ERRORISH.search(raw):
-            kept.append(Line(name, end - back, text(raw)))
-    return kept[::-1]
+        return []
+    return _from_end(name, printed.split(b"\n"), end, _ERRORISH.search, LATE_ERRORS)
 
 
 def _last_lines(name: str, printed: bytes, end: int) -> list[Line]:
     """The last TAIL_LINES non-blank lines of PRINTED (the log's last bytes, trailing blank lines left out), whose
     last line is number END: where a paste ends, whatever its lines hold (structure/risk.py)."""
+    return _from_end(name, printed.split(b"\n")[-4 * TAIL_LINES:], end, bytes.strip, TAIL_LINES)
+
+
+def _from_end(name: str, lines: list[bytes], end: int, keep: Callable[[bytes], object], most: int) -> list[Line]:
+    """Up to MOST of LINES (the last of them is line END) that KEEP holds true for, the last ones, in log order."""
     kept: list[Line] = []
-    for back, raw in enumerate(reversed(printed.split(b"\n")[-4 * TAIL_LINES:])):
-        if end - back < 1 or len(kept) == TAIL_LINES:
+    for back, raw in enumerate(reversed(lines)):
+        if end - back < 1 or len(kept) == most:
             break
-        if raw.strip():
+        if keep(raw):
             kept.append(Line(name, end - back, text(raw)))
     return kept[::-1]

@@ -18,8 +18,10 @@ CONFIDENCE = 0.3
 LAST_RESORT = "risk_warning"  # an Event of this kind counts only when no other evidence names a cause (combine.py)
 # a message printed over lines (Ray wraps its warning): its first line may end this many lines before the paste
 MESSAGE_LINES = 6
-# an error of any kind in the paste: the run failed otherwise, and the readers of errors say how
-_ERROR = re.compile(r"error|FAILED|fatal|Traceback \(most recent call last\)", re.I)
+# an error of any kind in the paste: the run failed otherwise, and the readers of errors say how (the scan keeps the
+# lines that say these words among each log's last bytes: ScanResult.late_errors)
+ERROR_WORDS = r"error|FAILED|fatal"
+_ERROR = re.compile(ERROR_WORDS + r"|Traceback \(most recent call last\)", re.I)
 # warnings.formatwarning's first line: "<file>.py:<line>: <Category>: <message>"
 _PY_WARNING = re.compile(r"\.py:\d+: \w*Warning: ")
 
@@ -130,6 +132,8 @@ def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails:
     if parsed:
         return []  # an exception in any log given: the run failed otherwise, or the readers of errors say how
     errors = [line for line in (*lines, *late_errors) if _ERROR.search(line.text)]
+    # an error anywhere (in any log given) but a program's own lines: the run failed otherwise
+    risks = [risk for risk in RISKS if all(risk.own(line.text) for line in errors)]
     found = []
     for file, end in ends.items():
         mine = {line.number: line for line in (*lines, *tails) if line.file == file}
@@ -139,10 +143,7 @@ def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails:
         warned = mine.get(end - 1)  # Python's warnings module prints the warning's source line ("  warn(msg)") under it
         if warned is not None and _PY_WARNING.search(warned.text) and last.text[:1].isspace():
             last = warned
-        for risk in RISKS:
-            # an error anywhere (in any log given) but the program's own lines: the run failed otherwise
-            if any(not risk.own(line.text) for line in errors):
-                continue
+        for risk in risks:
             at = last if risk.pattern.search(last.text) else None
             if at is None and risk.closing is not None and risk.closing.search(last.text):
                 at = next((mine[n] for n in range(end - 1, end - MESSAGE_LINES - 1, -1)
