@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.diagnose.engine import Request, diagnose
+from envcheck.diagnose.model import ScanResult
 from envcheck.diagnose.scan import Matcher, scan
 from envcheck.diagnose.source import open_log
 from envcheck.diagnose.structure.unfinished import NEAR_END
@@ -126,12 +127,16 @@ def test_the_end_of_training_counts_only_just_before_the_crash_and_in_its_own_lo
     assert not noted(crash_only, other_run)
 
 
+def _scan(path: Path) -> ScanResult:
+    """One log scanned with every signature (scan reads CHUNK when it runs: a test may shrink it first)."""
+    with open_log(str(path)) as log:
+        return scan([log], Matcher(load_matrix().signatures))
+
+
 def _blocks(tmp_path: Path, body: bytes) -> list[list[str]]:
     path = tmp_path / "blocks.log"
     path.write_bytes(body)
-    with open_log(str(path)) as log:
-        result = scan([log], Matcher(load_matrix().signatures))
-    return [[line.text for line in lines] for lines, _ in result.blocks]
+    return [[line.text for line in lines] for lines, _ in _scan(path).blocks]
 
 
 def test_a_traceback_across_the_sniffed_head_keeps_its_exception(tmp_path: Path) -> None:
@@ -167,17 +172,14 @@ def test_a_traceback_cut_by_a_chunk_end_keeps_its_exception(tmp_path: Path, monk
     """A traceback whose header is in one chunk and whose exception line is in the next is read whole: its block
     keeps the header and the exception, and the exception line keeps its number, wherever the chunk ends (the
     first chunk is CHUNK bytes when CHUNK is past the sniffed head and under FIRST_CHUNK)."""
-    import envcheck.diagnose.scan as scan_mod
-
-    monkeypatch.setattr(scan_mod, "CHUNK", chunk)
+    monkeypatch.setattr("envcheck.diagnose.scan.CHUNK", chunk)
     steps = [f"step {i:05d} loss 1.0" for i in range(4850)]  # 97,000 bytes: the header lies before every end
     frames = [f'  File "/opt/app/train_{i}.py", line {i}, in step_{i}\n    run_step_{i}(batch)' for i in range(60)]
     exception = "ValueError: the batch held no tokens"
     path = tmp_path / "straddle.log"
     path.write_text("\n".join([*steps, "Traceback (most recent call last):", *frames, exception, "done"]) + "\n")
     assert 97_000 <= path.read_bytes().find(b"Traceback") < 100_000 < path.read_bytes().find(b"ValueError")
-    with open_log(str(path)) as log:
-        result = scan_mod.scan([log], Matcher(load_matrix().signatures))
+    result = _scan(path)
     assert [(hit.line, hit.text) for hit in result.exceptions] == [(len(steps) + 1 + 2 * len(frames) + 1, exception)]
     (lines, _prefix), = result.blocks
     assert lines[0].text.startswith("Traceback") and exception in [line.text for line in lines]
@@ -186,9 +188,7 @@ def test_a_traceback_cut_by_a_chunk_end_keeps_its_exception(tmp_path: Path, monk
 def test_a_second_traceback_after_a_held_one_keeps_its_exception(tmp_path: Path, monkeypatch) -> None:
     """The block that finishes a held traceback ends where the next traceback starts (a review's log: the second
     traceback began inside the next chunk's first 64 KiB and ended past it, and lost its exception)."""
-    import envcheck.diagnose.scan as scan_mod
-
-    monkeypatch.setattr(scan_mod, "CHUNK", 100_000)
+    monkeypatch.setattr("envcheck.diagnose.scan.CHUNK", 100_000)
     def traceback(name: str, frames: int) -> list[str]:
         return ["Traceback (most recent call last):", *[f'  File "/opt/app/{name}_{i}.py", line {i}, in f{i}\n'
                                                         f'    g{i}({"batch, " * 12}step)' for i in range(frames)]]
@@ -199,8 +199,7 @@ def test_a_second_traceback_after_a_held_one_keeps_its_exception(tmp_path: Path,
     path.write_text("\n".join(lines) + "\n")
     data = path.read_bytes()  # the second traceback starts inside the next chunk's first 64 KiB and ends past it
     assert 100_000 < data.find(b"Traceback", 100_000) < 100_000 + 65_536 < data.find(b"RuntimeError")
-    with open_log(str(path)) as log:
-        result = scan_mod.scan([log], Matcher(load_matrix().signatures))
+    result = _scan(path)
     assert [hit.text for hit in result.exceptions] == [
         "ValueError: first", "RuntimeError: CUDA error: an illegal memory access was encountered"]
 
@@ -208,17 +207,14 @@ def test_a_second_traceback_after_a_held_one_keeps_its_exception(tmp_path: Path,
 def test_a_traceback_header_cut_by_a_chunk_end_keeps_its_exception(tmp_path: Path, monkeypatch) -> None:
     """The chunk's end falls inside the header line itself: the line, finished by the next chunk, starts a
     traceback whose frames and exception follow in that chunk."""
-    import envcheck.diagnose.scan as scan_mod
-
     steps = "".join(f"step {i:05d} loss 1.0\n" for i in range(4900))
     frames = "".join(f'  File "/opt/app/a_{i}.py", line {i}, in f{i}\n    g{i}()\n' for i in range(30))
     path = tmp_path / "header.log"
     path.write_text(steps + "Traceback (most recent call last):\n" + frames + "KeyError: 'input_ids'\ndone\n")
     header = len(steps)
     for chunk in range(header - 3, header + 40, 6):
-        monkeypatch.setattr(scan_mod, "CHUNK", chunk)
-        with open_log(str(path)) as log:
-            result = scan_mod.scan([log], Matcher(load_matrix().signatures))
+        monkeypatch.setattr("envcheck.diagnose.scan.CHUNK", chunk)
+        result = _scan(path)
         assert [hit.text for hit in result.exceptions] == ["KeyError: 'input_ids'"], chunk
 
 
@@ -231,6 +227,5 @@ def test_the_tail_pass_reads_the_lines_before_a_held_back_traceback(tmp_path: Pa
     path = tmp_path / "tail.log"
     path.write_text(head + "plain\n" * 2000 + error + "more\n" * 10 + "Traceback (most recent call last):\n"
                     '  File "a.py", line 1, in <module>\nValueError: x\n')
-    with open_log(str(path)) as log:
-        result = scan([log], Matcher(load_matrix().signatures))
+    result = _scan(path)
     assert (5001, error.strip()) in [(line.number, line.text) for line in result.excerpt]
