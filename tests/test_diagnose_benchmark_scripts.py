@@ -15,11 +15,7 @@ SCRIPT = Path(__file__).parent.parent / "benchmarks" / "diagnose_accuracy.py"
 
 
 def _wilson():
-    spec = importlib.util.spec_from_file_location("diagnose_accuracy", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.wilson
+    return _script().wilson
 
 
 def test_none_right_of_ten_reaches_z_squared_over_n_plus_z_squared() -> None:
