@@ -2,7 +2,8 @@
 services, kubectl's timestamps) read as the lines the program printed. Each case is a real log of the corpus's
 development half or of the evident set (labels.toml beside it: URL and settled cause) with every line prefixed:
 the signatures anchored at a line's start (a shell's `Killed`, MPI's Hydra summary, Windows' DLL message, xformers'
-C++ extension warning) must still match."""
+C++ extension warning) must still match, and so must the structure readers (pip's build steps and its resolver's
+report, a traceback's exception line)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ def _log(name: str) -> str:
     ("c1195", "torch_cpu_only"),  # xformers: 'WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions'
     ("f1100", "missing_cuda_library"),  # Windows: the DLL's path wrapped onto a line of its own
     ("f201", "deepspeed_build_failure"),  # DeepSpeed: the op was not built ('ds_opt_adam')
+    # the structure readers: pip's build steps and resolver report, a traceback's exception under a prefix
+    ("c650", "deepspeed_build_failure"),  # pip: 'Getting requirements to build wheel ... error' for deepspeed
+    ("c1937", "deepspeed_build_failure"),  # old pip: 'Command errored out with exit status 1: python setup.py egg_info'
+    ("c2397", "version_conflict"),  # pip's resolver: 'tensorflow 2.4.4 requires numpy~=1.19.2, but you have ...'
+    ("c2440", "version_conflict"),  # "ModuleNotFoundError: No module named 'triton.common'"
 ])
 def test_a_prefixed_log_reads_its_cause(tmp_path: Path, capsys, name: str, cause: str, prefix: str) -> None:
     text = "".join(prefix + line + "\n" for line in _log(name).splitlines())

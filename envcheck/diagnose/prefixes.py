@@ -28,9 +28,17 @@ _ONE = (rb"\[(?:rank|default|local_rank)?\d+\]:"
         rb"|[\w.-]+[-_]\d+ +\|"
         rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)")
 _PREFIXES = re.compile(rb"^(?:[ \t]*(?:" + _ONE + rb") ?){1,3}")
+_TEXT_PREFIXES = re.compile(_PREFIXES.pattern.decode())
 
 
 def unprefixed(line: bytes) -> bytes:
     """LINE without the launchers' prefixes at its start (LINE itself when it has none)."""
     found = _PREFIXES.match(line)
+    return line[found.end():] if found else line
+
+
+def unprefixed_text(line: str) -> str:
+    """The decoded LINE without the launchers' prefixes (for the structure readers, whose patterns anchor at a
+    line's start: pip's resolver report, a traceback's exception line)."""
+    found = _TEXT_PREFIXES.match(line)
     return line[found.end():] if found else line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from envcheck.diagnose.prefixes import unprefixed_text
 from envcheck.diagnose.structure import (build, cut, faulthandler, finished, installer, nccl, ngc, no_cuda, oomlines,
                                          risk, rocm, tracebacks, unfinished, xid)
 from envcheck.diagnose.structure.model import Event, Line
@@ -25,6 +26,8 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[
     """LINES: candidate lines in log order; BLOCKS: traceback blocks with the length of their rank prefix; ENDS: each
     file's last non-blank line number (unknown: readers that need a log's end read nothing); TAILS: each file's last
     non-blank lines, whatever they hold; LATE_ERRORS: the error lines among each file's last bytes."""
+    # the readers see each line as its program printed it, without a launcher's prefix (torchrun's `[rank0]:`)
+    lines = [Line(x.file, x.number, unprefixed_text(x.text)) for x in lines]
     read = [(block, prefix, tracebacks.parse(block, prefix)) for block, prefix in blocks]
     parsed = [tb for _, _, tb in read if tb is not None]
     found: list[Event] = cut.events([(block, prefix) for block, prefix, tb in read if tb is None], lines)
