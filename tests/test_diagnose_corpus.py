@@ -70,9 +70,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c2904": ("unknown", "a TRL GRPO rank's traceback cut inside vLLM's LLM(); the fix lowered gpu_memory_utilization"),
     "c2906": ("unknown", "ollama's 'failed to create context with model' after SIGABRT; a later ollama fixed the OOM"),
     "c2932": ("unknown", "'error: command nvcc failed with exit code 1' alone; nvcc was too old for compute_80"),
-    # torch's cuDNN check (SIG191 names cuda_toolkit_mismatch); the collector read it as version_conflict
-    "c2942": ("cuda_toolkit_mismatch", "torch's 'cuDNN version incompatibility: compiled against (8, 5, 0)'"),
-    "c2943": ("unknown", "torch 1.x's 'cuDNN version mismatch: PyTorch was compiled against 7102 but linked against'"),
     "c2950": ("unknown", "XLA's 'Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR'; installing cuDNN fixed it"),
     "c2952": ("unknown", "Windows' entry point not found in cudnn_adv_infer64_8.dll (Chinese) and Paddle's cuDNN warning"),
     "c2962": ("unknown", "jaxlib's 'cudaGetErrorString symbol not found' under CUDA 12; jax 0.3 was too old"),
