@@ -249,3 +249,22 @@ def test_lines_cut_by_chunk_ends_are_matched_once_and_numbered(tmp_path: Path, m
     assert result.lines == 6000 and hits.count == len(where)
     assert [h.line for h in hits.hits] == [n + 1 for n in (*where[:3], where[-1])]
     assert all(h.text == error for h in hits.hits)
+
+
+def test_this_machines_own_kernel_log_blames_no_kill_it_cannot_tie_to_the_run() -> None:
+    """The live dmesg holds every process's kills since boot (a test's cgroup, another user's job): a kill whose pid
+    the log does not name, outside the run's window and without a SIGKILL of the run, is no cause of this log."""
+    from dataclasses import replace
+
+    from envcheck.diagnose.combine import combine
+
+    recorded = read_file(str(RECORDED / "dmesg-after-torchrun-oom.txt"))  # python3 pid 2610, a segfault-free log
+    live = replace(recorded, source="dmesg")
+    assert recorded.oom_kills and [c.cause for c in combine(None, {}, None, recorded, None, set())] == ["host_oom"]
+    assert combine(None, {}, None, live, None, set()) == ()
+    # the same kill still counts when the log names its pid, or the run died of SIGKILL
+    assert combine(None, {}, None, live, None, {2610})[0].cause == "host_oom"
+    assert combine(None, {}, interpret(-9), live, None, set())[0].cause == "host_oom"
+    faults = read_file(str(RECORDED / "dmesg-segfaults.txt"))
+    assert combine(None, {}, None, replace(faults, source="journalctl -k"), None, set()) == ()
+    assert combine(None, {}, None, faults, None, set())[0].cause == "segfault_other"

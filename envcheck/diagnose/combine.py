@@ -225,6 +225,8 @@ def _kernel_evidence(kernel: KernelEvents, exit_info: ExitInfo | None, log_pids:
         matched = kill.pid in log_pids
         in_window = kernel.timed and kill.time is not None
         unattributed = signal is None and not log_pids and not own_machine
+        if own_machine and not (matched or in_window or signal == "SIGKILL"):
+            continue  # another process's kill, any time since boot: no evidence about this log
         strength = 0.95 if matched else 0.85 if signal == "SIGKILL" or unattributed or (
             in_window and run_like(kill.comm)) else 0.5 if in_window else 0.3
         d = draft("host_oom")
@@ -240,6 +242,8 @@ def _kernel_evidence(kernel: KernelEvents, exit_info: ExitInfo | None, log_pids:
     for fault in kernel.segfaults[-3:]:
         matched = fault.pid in log_pids
         in_window = kernel.timed and fault.time is not None and run_like(fault.comm)
+        if own_machine and not (matched or in_window or signal == "SIGSEGV"):
+            continue
         d = draft("segfault_other")
         d.support("kernel", 0.8 if matched else 0.6 if signal == "SIGSEGV" or in_window else 0.3,
                   "Segmentation fault in native code",
