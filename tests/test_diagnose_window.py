@@ -323,3 +323,27 @@ def test_real_oom_kill_read_from_this_machine_s_kernel_log(tmp_path: Path, capsy
     for text in kernel_texts(doc):
         moment, clock = kernel_stamp(text, None, None)
         assert clock == "wall" and moment is not None and lower <= moment <= upper + timedelta(seconds=1)
+
+
+@pytest.mark.parametrize(("after_kill", "kept"), [(-20, [17447]), (60, [17447]), (600, [])])
+def test_a_log_without_stamps_beside_this_machine_s_kernel_log_ends_at_its_last_write(
+        tmp_path: Path, after_kill: int, kept: list[int]) -> None:
+    """A nohup log has no stamps, but the kill ended it: its mtime dates the run's end. python3 17447 was killed at
+    08:48:28 UTC; a log last written 20 s before it (output still buffered) or 60 s after is the run's, one written
+    10 minutes later is not (an excerpt saved after the fact, another run)."""
+    from envcheck.diagnose import window
+
+    log = tmp_path / "nohup.out"
+    log.write_text("step 100 loss 1.2\nstep 200 loss 1.1\n", encoding="utf-8")
+    kill = datetime(2026, 12, 1, 8, 48, 28, tzinfo=timezone.utc)
+    moment = (kill + timedelta(seconds=after_kill)).timestamp()
+    os.utime(log, (moment, moment))
+    run = window.from_last_write(window.build(None, None, None), [str(log)])
+    assert run.until_from == "mtime" and run.upper - run.lower == window.BEFORE + window.AFTER
+    events, ignored, _ = window.judge(read_file(str(ISO_KILLS)), run)
+    assert [k.pid for k in events.oom_kills if k.comm == "python3"] == kept
+    assert not kept or events.timed
+    # a window the logs' stamps or --since/--until give stays as it is; stdin has no mtime
+    timed = window.build(None, kill, None)
+    assert window.from_last_write(timed, [str(log)]) is timed
+    assert not window.from_last_write(window.build(None, None, None), ["-"]).timed

@@ -49,6 +49,8 @@ def diagnose(request: Request, progress: Progress | None = None,
     exit_info, log_pids = _exit_and_pids(request.exit_code, result)
 
     run = window.build(result, request.since, request.until, (*request.pids, *log_pids))
+    if request.system and not request.kernel_log:
+        run = window.from_last_write(run, request.logs)
     reference = run.until or run.since
     events = None
     if request.kernel_log:

@@ -19,6 +19,7 @@ The rule, for each OOM kill or segfault:
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -54,6 +55,23 @@ def build(scan: ScanResult | None, since: datetime | None, until: datetime | Non
         notes.append("the logs carry no timestamps: the run's time window is not known (give --since/--until)")
     return RunWindow(since or log_first, until or log_last, lower_from, upper_from, lower, upper, run_pids,
                      tuple(notes))
+
+
+def from_last_write(run: RunWindow, paths: Sequence[str]) -> RunWindow:
+    """Logs without stamps beside this machine's own kernel log: a kill ends the log, so the run ended about when its
+    newest log was last written (its mtime), and the window is that moment widened by the margins. Without it every
+    kill since boot would be judged as if it could be the run's."""
+    if run.timed:
+        return run
+    try:
+        newest = max(os.stat(path).st_mtime for path in paths)
+    except (OSError, ValueError):  # stdin, a path gone, no logs
+        return run
+    end = datetime.fromtimestamp(newest).astimezone()
+    notes = tuple(n for n in run.notes if "carry no timestamps" not in n)
+    notes += (f"the logs carry no timestamps: the run's end is taken as the newest log's last write ({show(end)})",)
+    return replace(run, until=end, until_from="mtime", lower=end - BEFORE, upper=end + AFTER,
+                   notes=notes)
 
 
 def judge(events: KernelEvents, window: RunWindow,
