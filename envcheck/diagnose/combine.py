@@ -26,6 +26,9 @@ from envcheck.diagnose.structure.tracebacks import INTERRUPTED, WEAK_CRASH
 from envcheck.diagnose.symbols import describe_line, library_of
 from envcheck.diagnose.window import run_like
 
+# a host_oom read from a signal 9 alone (a launcher's or a shell's report, no memory line, no kernel record)
+WEAK_KILL = 0.6
+
 if TYPE_CHECKING:  # the core-dump reader (gdb, struct) is imported only when a core is read
     from envcheck.diagnose.core import CoreReport
 
@@ -138,6 +141,9 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
     crash = drafts.get("segfault_other")
     if crash is not None and crash.confidence() <= WEAK_CRASH and any(e.kind == INTERRUPTED for e in events):
         del drafts["segfault_other"]  # threads aborting at the exit of a run the user stopped: no crash to hunt
+    killed = drafts.get("host_oom")
+    if killed is not None and killed.confidence() <= WEAK_KILL and any(e.kind == INTERRUPTED for e in events):
+        del drafts["host_oom"]  # a SIGKILL the user's Ctrl-C or the scheduler's cancel explains, no memory line
     if crash is not None and "segfault_other" in drafts:
         _after_training(crash, [e for e in events if e.kind == FINISHED])
     _drop_compat_probe(drafts, [e for e in events if e.kind == COMPAT_OK])

@@ -176,7 +176,7 @@ class _Scanner:
     def _match(self, data: bytes, lo: int, hi: int, first_line: int, prefilter: re.Pattern[bytes], fast,  # type: ignore[no-untyped-def]
                dense: bool) -> None:
         """Every candidate line of DATA[LO:HI] (LO a line start, numbered FIRST_LINE) meets the rules."""
-        m, cursor, cursor_line = self.m, lo, first_line
+        cursor, cursor_line = lo, first_line
         if fast is None:  # re: (start, end, None); the anchors present are then read from the line
             matches: Iterable[tuple[int, int, bytes | None]] = (
                 (f.start(), f.end(), None) for f in prefilter.finditer(data, lo, hi))

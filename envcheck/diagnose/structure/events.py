@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envcheck.diagnose.prefixes import unprefixed_text
 from envcheck.diagnose.structure import (build, cut, faulthandler, finished, installer, nccl, ngc, no_cuda, oomlines,
-                                         risk, rocm, tracebacks, unfinished, xid)
+                                         risk, rocm, stopped, tracebacks, unfinished, xid)
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
@@ -13,7 +13,7 @@ ERRORS = (b"Error: ", b"FAILED: ", b"fatal: ")
 ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faulthandler.ANCHORS, *installer.ANCHORS,
                               *oomlines.ANCHORS, *no_cuda.ANCHORS, *rocm.ANCHORS,
                               *tracebacks.ANCHORS, *build.NINJA, *unfinished.ANCHORS, *finished.ANCHORS,
-                              *ngc.ANCHORS, *risk.ANCHORS, *ERRORS)
+                              *ngc.ANCHORS, *risk.ANCHORS, *stopped.ANCHORS, *ERRORS)
 
 
 # Anchors whose line is a question and the next line its answer (`>>> print(torch.version.cuda)` then `None`).
@@ -38,6 +38,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[
     built = {e.file for e in found if e.cause == "deepspeed_build_failure"}
     found += [e for e in unfinished.events(lines, parsed, ends or {}) if e.file not in built]
     found += tracebacks.interrupted(lines + [line for block, _ in blocks for line in block])
+    found += stopped.events(lines)
     if not any(e.cause for e in found):  # a last resort: a paste that ends at a warning naming a risk
         found += risk.events(lines, parsed, ends or {}, tails or [], late_errors or [])
     found.sort(key=lambda e: (e.file, e.line))
