@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from envcheck.cli import main
+from envcheck.diagnose.combine import combine
 from envcheck.diagnose.engine import Request, diagnose
 from envcheck.diagnose.exitcodes import from_text, interpret
 from envcheck.diagnose.kernel import read_file
@@ -254,10 +256,6 @@ def test_lines_cut_by_chunk_ends_are_matched_once_and_numbered(tmp_path: Path, m
 def test_this_machines_own_kernel_log_blames_no_kill_it_cannot_tie_to_the_run() -> None:
     """The live dmesg holds every process's kills since boot (a test's cgroup, another user's job): a kill whose pid
     the log does not name, outside the run's window and without a SIGKILL of the run, is no cause of this log."""
-    from dataclasses import replace
-
-    from envcheck.diagnose.combine import combine
-
     recorded = read_file(str(RECORDED / "dmesg-after-torchrun-oom.txt"))  # python3 pid 2610, a segfault-free log
     live = replace(recorded, source="dmesg")
     assert recorded.oom_kills and [c.cause for c in combine(None, {}, None, recorded, None, set())] == ["host_oom"]

@@ -139,11 +139,12 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
     if cpu is not None and builds and (cpu.confidence() <= WEAK or "rocm" in builds):
         del drafts["torch_cpu_only"]  # torch sees no GPU, but it is a CUDA (ROCm) build: not a CPU-only torch
     crash = drafts.get("segfault_other")
-    if crash is not None and crash.confidence() <= WEAK_CRASH and any(e.kind == INTERRUPTED for e in events):
-        del drafts["segfault_other"]  # threads aborting at the exit of a run the user stopped: no crash to hunt
-    killed = drafts.get("host_oom")
-    if killed is not None and killed.confidence() <= WEAK_KILL and any(e.kind == INTERRUPTED for e in events):
-        del drafts["host_oom"]  # a SIGKILL the user's Ctrl-C or the scheduler's cancel explains, no memory line
+    if any(e.kind == INTERRUPTED for e in events):  # the user (or the scheduler) stopped the run
+        # threads aborting at the exit of a stopped run are no crash to hunt; a SIGKILL the stop explains, with no
+        # memory line, is no OOM kill
+        for cause, weak in (("segfault_other", WEAK_CRASH), ("host_oom", WEAK_KILL)):
+            if cause in drafts and drafts[cause].confidence() <= weak:
+                del drafts[cause]
     if crash is not None and "segfault_other" in drafts:
         _after_training(crash, [e for e in events if e.kind == FINISHED])
     _drop_compat_probe(drafts, [e for e in events if e.kind == COMPAT_OK])

@@ -31,6 +31,7 @@ from envcheck.diagnose.stamps import show
 
 BEFORE = timedelta(minutes=1)  # clocks of the log and the kernel may differ a little
 AFTER = timedelta(minutes=2)  # a kill ends the log: the kernel's record follows its last line
+NO_STAMPS = "the logs carry no timestamps: "  # the start of build's note and of from_last_write's, which replaces it
 _RUN_LIKE = re.compile(r"^(python[\d.]*|pt_main_thread|pt_autograd_\d+|pt_data_worker|torchrun|deepspeed|accelerate|"
                        r"llamafactory-cl|llamafactory|ray::.*|ds_.*|trainer|train.*)$", re.I)
 
@@ -52,7 +53,7 @@ def build(scan: ScanResult | None, since: datetime | None, until: datetime | Non
     run_pids = frozenset(pids) | (scan.pids if scan else frozenset())
     notes = []
     if scan and scan.files and log_first is None and not (since or until):
-        notes.append("the logs carry no timestamps: the run's time window is not known (give --since/--until)")
+        notes.append(NO_STAMPS + "the run's time window is not known (give --since/--until)")
     return RunWindow(since or log_first, until or log_last, lower_from, upper_from, lower, upper, run_pids,
                      tuple(notes))
 
@@ -68,8 +69,8 @@ def from_last_write(run: RunWindow, paths: Sequence[str]) -> RunWindow:
     except (OSError, ValueError):  # stdin, a path gone, no logs
         return run
     end = datetime.fromtimestamp(newest).astimezone()
-    notes = tuple(n for n in run.notes if "carry no timestamps" not in n)
-    notes += (f"the logs carry no timestamps: the run's end is taken as the newest log's last write ({show(end)})",)
+    notes = tuple(n for n in run.notes if not n.startswith(NO_STAMPS))
+    notes += (NO_STAMPS + f"the run's end is taken as the newest log's last write ({show(end)})",)
     return replace(run, until=end, until_from="mtime", lower=end - BEFORE, upper=end + AFTER,
                    notes=notes)
 
