@@ -347,3 +347,39 @@ def test_a_log_without_stamps_beside_this_machine_s_kernel_log_ends_at_its_last_
     timed = window.build(None, kill, None)
     assert window.from_last_write(timed, [str(log)]) is timed
     assert not window.from_last_write(window.build(None, None, None), ["-"]).timed
+
+
+def _diagnose_beside_recorded_kernel(monkeypatch: pytest.MonkeyPatch, log: Path, kill_offset: int):
+    """diagnose LOG as on the machine whose kernel log is ISO_KILLS, LOG last written KILL_OFFSET seconds after the
+    python3 kill."""
+    from envcheck.diagnose import kernel
+    from envcheck.diagnose.engine import Request, diagnose
+
+    moment = (KILL + timedelta(seconds=kill_offset)).timestamp()
+    os.utime(log, (moment, moment))
+    monkeypatch.setattr(kernel, "read_system", lambda **_: (read_file(str(ISO_KILLS)), None))
+    return diagnose(Request(logs=(str(log),), system=True))
+
+
+def test_a_kill_the_log_names_by_pid_is_the_run_s_whatever_the_log_s_last_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torchrun names the killed rank's pid: the kernel's record of that pid is the run's, even when the log was
+    copied or appended to long after (its mtime is no end of the run then)."""
+    log = tmp_path / "train.log"
+    log.write_text("step 100 loss 1.2\ntorch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) "
+                   "local_rank: 0 (pid: 17447) of binary: /usr/bin/python3\n", encoding="utf-8")
+    result = _diagnose_beside_recorded_kernel(monkeypatch, log, 3600)
+    assert result.causes[0].cause == "host_oom"
+    assert any(e.source == "kernel" and "17447" in e.text for e in result.causes[0].evidence)
+
+
+def test_a_log_with_its_own_exception_takes_no_unplaced_kill_by_its_last_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log without stamps or pids that ends in its own exception: a kill on this machine near its last write is
+    another process's, not a cause to put before the exception."""
+    log = tmp_path / "train.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                   "    import flash_attn\nModuleNotFoundError: No module named 'flash_attn'\n", encoding="utf-8")
+    result = _diagnose_beside_recorded_kernel(monkeypatch, log, 20)
+    assert "host_oom" not in [c.cause for c in result.causes]
+    assert any(i.reason == "window_unknown" for i in result.ignored)

@@ -139,12 +139,7 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
     if cpu is not None and builds and (cpu.confidence() <= WEAK or "rocm" in builds):
         del drafts["torch_cpu_only"]  # torch sees no GPU, but it is a CUDA (ROCm) build: not a CPU-only torch
     crash = drafts.get("segfault_other")
-    if any(e.kind == INTERRUPTED for e in events):  # the user (or the scheduler) stopped the run
-        # threads aborting at the exit of a stopped run are no crash to hunt; a SIGKILL the stop explains, with no
-        # memory line, is no OOM kill
-        for cause, weak in (("segfault_other", WEAK_CRASH), ("host_oom", WEAK_KILL)):
-            if cause in drafts and drafts[cause].confidence() <= weak:
-                del drafts[cause]
+    _drop_what_the_stop_explains(drafts, [e for e in events if e.kind == INTERRUPTED])
     if crash is not None and "segfault_other" in drafts:
         _after_training(crash, [e for e in events if e.kind == FINISHED])
     _drop_compat_probe(drafts, [e for e in events if e.kind == COMPAT_OK])
@@ -161,6 +156,34 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
                           first.evidence + tuple(e for e in context[:3] if e not in first.evidence), first.fixes,
                           first.signatures, first.findings, first.library)
     return tuple(causes)
+
+
+# a line that says memory ran out (not only that a process got signal 9): numpy's "Unable to allocate", MemoryError,
+# ENOMEM's "Cannot allocate memory", bad_alloc, the kernel's and the schedulers' out-of-memory lines
+_MEMORY_LINE = re.compile(r"memory|bad_alloc|\boom|OOM|\bRAM\b", re.IGNORECASE)
+
+
+def _drop_what_the_stop_explains(drafts: dict[str, _Draft], stops: list[Event]) -> None:
+    """The user (or the scheduler) stopped the run: threads aborting at its exit are no crash to hunt, and a SIGKILL
+    the stop explains is no OOM kill. A kill explained by the stop is one printed after it (a kill before it, as
+    srun's "task 0: Killed" before Slurm cancels the rest, is what the stop followed) on no line about memory."""
+    if not stops:
+        return
+    crash = drafts.get("segfault_other")
+    if crash is not None and crash.confidence() <= WEAK_CRASH:
+        del drafts["segfault_other"]
+    kill = drafts.get("host_oom")
+    if kill is None or kill.confidence() > WEAK_KILL:
+        return
+    stopped_at: dict[str | None, int] = {}  # the first stop in each file
+    for stop in stops:
+        stopped_at[stop.file] = min(stop.line, stopped_at.get(stop.file, stop.line))
+    lines = [e for e in kill.evidence if e.source == "log"]
+    if any(_MEMORY_LINE.search(e.text) for e in lines):
+        return
+    if any(e.file in stopped_at and e.line is not None and e.line < stopped_at[e.file] for e in lines):
+        return
+    del drafts["host_oom"]
 
 
 # lines between the Trainer's end-of-training lines and a crash at the run's exit (the final save's lines, warnings)

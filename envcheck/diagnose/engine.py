@@ -48,8 +48,13 @@ def diagnose(request: Request, progress: Progress | None = None,
     result = _scan(request.logs, Matcher(matrix.signatures), progress) if request.logs else None
     exit_info, log_pids = _exit_and_pids(request.exit_code, result)
 
+    structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks), dict(result.ends),
+                                           list(result.tails), list(result.late_errors)) if result else ([], [])
+    own_error = any(not tb.symptom for tb in parsed)
     run = window.build(result, request.since, request.until, (*request.pids, *log_pids))
-    if request.system and not request.kernel_log:
+    if request.system and not request.kernel_log and not run.pids and not own_error:
+        # the last write stands in for the run's end only when nothing better places the kernel's events: the run's
+        # pids match them exactly, and a log with its own exception keeps every unplaced kill out (window.judge)
         run = window.from_last_write(run, request.logs)
     reference = run.until or run.since
     events = None
@@ -59,10 +64,7 @@ def diagnose(request: Request, progress: Progress | None = None,
         events, why = kernel.read_system(reference=reference)
         skipped += [why] if why else []
     ignored: tuple[Ignored, ...] = ()
-    structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks), dict(result.ends),
-                                           list(result.tails), list(result.late_errors)) if result else ([], [])
     if events is not None:
-        own_error = any(not tb.symptom for tb in parsed)
         events, ignored, notes = window.judge(events, run, own_error)
         run = replace(run, notes=run.notes + notes)
 

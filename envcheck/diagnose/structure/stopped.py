@@ -14,13 +14,17 @@ from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import INTERRUPTED
 
 ANCHORS = (b"Forwarding signal ", b" CANCELLED AT ")
-# Open MPI's orterun/prterun: "mpirun: Forwarding signal 2 to job" (SIGINT, SIGTERM, ...: the user's or a scheduler's)
-_FORWARDED = re.compile(r"(?:mpirun|prterun|orterun): Forwarding signal (?:2|15)\b")
+# Open MPI's orterun/prterun: "mpirun: Forwarding signal 2 to job" (SIGINT, SIGTERM, ...: the user's or a scheduler's);
+# Open MPI 5's PRRTE prints "PRTE: Forwarding signal 2 to job" (prrte src/tools/prte/prte.c)
+_FORWARDED = re.compile(r"(?:mpirun|prterun|orterun|PRTE): Forwarding signal (?:2|15)\b")
 # slurmstepd (src/slurmd/slurmstepd/req.c): "*** JOB 123 ON node CANCELLED AT <time> ***", or with why: " DUE TO TIME
 # LIMIT", " DUE TO PREEMPTION", " DUE TO JOB REQUEUE", " DUE to SIGNAL Terminated" (scancel), " DUE TO TASK FAILURE"
 # (another task failed: Slurm killed the rest). Not " DUE TO NODE FAILURE": the node, not a stop, ended the run.
-_CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+"
-                        r"(?: DUE (?:TO|to) (?:TIME LIMIT|PREEMPTION|JOB REQUEUE|TASK FAILURE|SIGNAL \w+))? \*\*\*")
+# Older releases put the node last or left it out: "*** STEP 12.0 CANCELLED AT <time> *** on node",
+# "*** JOB 12 CANCELLED AT <time> DUE TO TIME LIMIT on node ***".
+_CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT \S+"
+                        r"(?: DUE (?:TO|to) (?:TIME LIMIT|PREEMPTION|JOB REQUEUE|TASK FAILURE|SIGNAL \w+))?"
+                        r"(?: on \S+)? \*\*\*")
 
 
 def events(lines: list[Line]) -> list[Event]:
