@@ -10,12 +10,15 @@ from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.no_cuda import CUDA_TORCH, asked_for_cuda
 
 # glibc's po/ translations of strerror(ENOSPC), the same since glibc 2.17 (zh_CN, zh_TW, ja, ko, de, fr, es, ru,
-# pt_BR, it): shell tools (cp, tar, dd) print them under a translated locale; Python's own OSError stays English
+# pt_BR, it; tr, pl, uk, vi as of glibc-2.28 to 2.42): shell tools (cp, tar, dd) print them under a translated
+# locale; Python's own OSError stays English
 ENOSPC_TRANSLATED = ("设备上没有空间", "裝置上已無多餘空間", "デバイスに空き領域がありません", "장치에 남은 공간이 없음",
                      "Auf dem Gerät ist kein Speicherplatz mehr verfügbar",
                      "Aucun espace disponible sur le périphérique",
                      "No queda espacio en el dispositivo", "На устройстве не осталось свободного места",
-                     "Não há espaço disponível no dispositivo", "Spazio esaurito sul device")
+                     "Não há espaço disponível no dispositivo", "Spazio esaurito sul device",
+                     "Aygıt üzerinde boş yer yok", "Brak miejsca na urządzeniu", "Недостатньо місця на пристрої",
+                     "Không có đủ chỗ trống trên thiết bị")
 ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have ", b", but you'll have ",
            b"is required for a normal functioning", b"+cpu", b"space left on device", b"Errno 28",
            b"encountered in worker", b"win_amd64.whl", b"torch.version.cuda", b"Building wheel for ",
