@@ -96,3 +96,10 @@ def test_ggmls_no_device_code_on_a_build_made_for_the_gpu_is_no_architecture_pro
     """A review's V100 running a build made for compute capability 7.0: flash_attn_ext's 'no device code compatible
     with CUDA arch 700 ... compiled for: 700' is ggml choosing a kernel Volta lacks (a bug), not a missing arch."""
     assert "cuda_arch_unsupported" not in [c.cause for c in _causes("review-revM-07.log")]
+
+
+def test_enospc_creating_a_semaphore_on_macos_is_no_full_dev_shm() -> None:
+    """shm2-15's traceback with macOS paths: macOS keeps no semaphores in /dev/shm, its ENOSPC is the system's
+    semaphore limit (PyCQA/flake8#117), so no /dev/shm advice."""
+    assert "shm_too_small" not in [c.cause for c in _causes("shm2-17.log")]
+    assert _causes("shm2-15.log")[0].cause == "shm_too_small"

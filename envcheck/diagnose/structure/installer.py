@@ -143,7 +143,8 @@ def events(lines: list[Line]) -> list[Event]:
                 "PyTorch Get Started (pip on Windows installs the CPU build unless a CUDA wheel index is given)" if wheel
                 else "torch/version.py (cuda = None in a CPU build)", "torch",
                 ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
-        elif _NOSPACE.search(text) and "inotify" not in text:  # watchdog's ENOSPC for its watch limit
+        # watchdog's ENOSPC for its watch limit; joblib's warning that it goes on in serial mode without semaphores
+        elif _NOSPACE.search(text) and "inotify" not in text and "joblib will operate in serial mode" not in text:
             shm = bool(_SHM_WORDS.search(text))
             found.append(Event(
                 "disk_full" if not shm else "shm_full", "shm_too_small" if shm else "disk_full", 0.85,

@@ -128,6 +128,7 @@ _NP_ABI_IMPORT = re.compile(r"numpy\.core\.multiarray failed to import|_ARRAY_AP
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
 # /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
 _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
+_MACOS = re.compile(r"^/Users/|Python\.framework/|^/opt/homebrew/")
 # torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py assert_no_cuda_mismatch.
 _MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version|"
                        r"Installed CUDA version [\d.]+ does not match the version torch was compiled with")
@@ -287,6 +288,15 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 f"Install the {mod} the script asks for (for examples of a development release, "
                                 "from source: pip install git+<its repository>), or use the script of the "
                                 "installed release.", "transformers/utils/__init__.py check_min_version", mod))
+        # multiprocessing's Lock/Queue is a POSIX semaphore in /dev/shm: ENOSPC there is a full /dev/shm (cpython#93253;
+        # on macOS, whose semaphores are no files, it is the system's semaphore limit: PyCQA/flake8#117)
+        elif (_ERRNO28.search(message) and tb.paths and tb.paths[-1].endswith("multiprocessing/synchronize.py")
+              and not any(_MACOS.search(path) for path in tb.paths)):
+            found.append(_event(tb, "shm_semaphore", "shm_too_small", 0.9, "/dev/shm is full: no room for a semaphore",
+                                "multiprocessing keeps each Lock and Queue as a POSIX semaphore in /dev/shm, and "
+                                "creating one failed with ENOSPC: /dev/shm is full or tiny (a container's 64 MB).",
+                                "Start the container with --shm-size=16g or --ipc=host.",
+                                "multiprocessing/synchronize.py SemLock (sem_open)", top))
         # watchdog's "[Errno 28] inotify watch limit reached" (fs.inotify.max_user_watches), not a disk
         elif _ERRNO28.search(message) and not _SHM_FILE.search(message) and "inotify" not in message:
             found.append(_event(tb, "disk_full", "disk_full", 0.9, "The disk is full (No space left on device)",
