@@ -383,3 +383,15 @@ def test_a_log_with_its_own_exception_takes_no_unplaced_kill_by_its_last_write(
     result = _diagnose_beside_recorded_kernel(monkeypatch, log, 20)
     assert "host_oom" not in [c.cause for c in result.causes]
     assert any(i.reason == "window_unknown" for i in result.ignored)
+
+
+def test_a_worker_the_log_does_not_name_is_the_run_s_inside_its_last_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log names its rank's pid, but the OOM killer took a dataloader worker (python3 17447, another pid) about
+    when the log was last written: a run-like process inside the window is the run's."""
+    log = tmp_path / "train.log"
+    log.write_text("step 100 loss 1.2\ntorch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) "
+                   "local_rank: 0 (pid: 17400) of binary: /usr/bin/python3\n", encoding="utf-8")
+    result = _diagnose_beside_recorded_kernel(monkeypatch, log, 20)
+    assert result.causes[0].cause == "host_oom"
+    assert any(e.source == "kernel" and "17447" in e.text for e in result.causes[0].evidence)

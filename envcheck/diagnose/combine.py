@@ -159,8 +159,9 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
 
 
 # a line that says memory ran out (not only that a process got signal 9): numpy's "Unable to allocate", MemoryError,
-# ENOMEM's "Cannot allocate memory", bad_alloc, the kernel's and the schedulers' out-of-memory lines
-_MEMORY_LINE = re.compile(r"memory|bad_alloc|\boom|OOM|\bRAM\b", re.IGNORECASE)
+# ENOMEM's "[Errno 12]" and "Cannot allocate memory", bad_alloc, the kernel's and the schedulers' out-of-memory lines
+_MEMORY_LINE = re.compile(r"out of memory|Cannot allocate memory|MemoryError|Unable to allocate|bad_alloc|"
+                          r"\[Errno 12\]|oom[-_ ]?kill|OOMKilled|memory limit|low on memory", re.IGNORECASE)
 
 
 def _drop_what_the_stop_explains(drafts: dict[str, _Draft], stops: list[Event]) -> None:
@@ -173,7 +174,9 @@ def _drop_what_the_stop_explains(drafts: dict[str, _Draft], stops: list[Event]) 
     if crash is not None and crash.confidence() <= WEAK_CRASH:
         del drafts["segfault_other"]
     kill = drafts.get("host_oom")
-    if kill is None or kill.confidence() > WEAK_KILL:
+    # the exit status a launcher's kill line gives (exit_code) is that same line again, not more evidence
+    if kill is None or max((v for source, v in kill.strength.items() if source != "exit_code"),
+                           default=0.0) > WEAK_KILL:
         return
     stopped_at: dict[str | None, int] = {}  # the first stop in each file
     for stop in stops:

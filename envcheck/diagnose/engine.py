@@ -52,9 +52,9 @@ def diagnose(request: Request, progress: Progress | None = None,
                                            list(result.tails), list(result.late_errors)) if result else ([], [])
     own_error = any(not tb.symptom for tb in parsed)
     run = window.build(result, request.since, request.until, (*request.pids, *log_pids))
-    if request.system and not request.kernel_log and not run.pids and not own_error:
-        # the last write stands in for the run's end only when nothing better places the kernel's events: the run's
-        # pids match them exactly, and a log with its own exception keeps every unplaced kill out (window.judge)
+    if request.system and not request.kernel_log and not own_error:
+        # the last write stands in for the run's end, roughly: a kill of one of the run's pids stays the run's
+        # outside it (window._reason), and a log with its own exception keeps every unplaced kill out (window.judge)
         run = window.from_last_write(run, request.logs)
     reference = run.until or run.since
     events = None
