@@ -143,6 +143,7 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
     if crash is not None and "segfault_other" in drafts:
         _after_training(crash, [e for e in events if e.kind == FINISHED])
     _drop_compat_probe(drafts, [e for e in events if e.kind == COMPAT_OK])
+    _drop_disk_read_as_shm(drafts)
     _link_findings(drafts, findings)
     for cause in BUILD_CAUSES:  # nvcc or the CUDA check stopped a build: the package pip was building is to blame
         if cause in drafts and drafts[cause].library is None and hints:
@@ -156,6 +157,18 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
                           first.evidence + tuple(e for e in context[:3] if e not in first.evidence), first.fixes,
                           first.signatures, first.findings, first.library)
     return tuple(causes)
+
+
+def _drop_disk_read_as_shm(drafts: dict[str, _Draft]) -> None:
+    """An ENOSPC line that a reader placed in /dev/shm (a semaphore's frame, torch's shm file) is not also a full
+    disk: the general reading of the same line yields to the specific one."""
+    disk, shm = drafts.get("disk_full"), drafts.get("shm_too_small")
+    if disk is None or shm is None:
+        return
+    at = {(e.file, e.line) for e in shm.evidence if e.source == "log"}
+    lines = [(e.file, e.line) for e in disk.evidence if e.source == "log"]
+    if lines and all(line in at for line in lines):
+        del drafts["disk_full"]
 
 
 # a line that says memory ran out (not only that a process got signal 9): numpy's "Unable to allocate", MemoryError,

@@ -128,7 +128,8 @@ _NP_ABI_IMPORT = re.compile(r"numpy\.core\.multiarray failed to import|_ARRAY_AP
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
 # /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
 _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
-_MACOS = re.compile(r"^/Users/|Python\.framework/|^/opt/homebrew/")
+_MACOS = re.compile(r"^/Users/|Python\.framework/|^/opt/homebrew/|^/usr/local/Cellar/|^/Applications/|^/private/var/|"
+                    r"^/opt/(?:ana|mini)conda3/|^/opt/miniforge3/")
 # torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py assert_no_cuda_mismatch.
 _MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version|"
                        r"Installed CUDA version [\d.]+ does not match the version torch was compiled with")
