@@ -19,8 +19,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c615": ("unknown", "CUDA error: unspecified launch failure; swapping the card fixed it"),
     # torch.save's PyTorchFileWriter cannot open its file: a missing folder or permissions more often than a full disk
     "c710": ("unknown", "RuntimeError: File my_out/checkpoints/checkpoint_0.pt cannot be opened; the disk was full"),
-    # a library calling another with a keyword it lacks; user code passing a wrong keyword prints the same (no rule)
-    "c1225": ("unknown", "TypeError: Trainer.__init__() got an unexpected keyword argument, trl against transformers"),
     "c1229": ("unknown", "a KeyError in Transformer Engine's set_extra_state: a checkpoint from another release"),
     # jaxlib's wording for a cuSPARSE it could not load: not found in jax's sources here, so not a rule
     "c1107": ("unknown", "jax: 'operation cusparseGetProperty(...) failed: The cuSPARSE library was not found.'"),

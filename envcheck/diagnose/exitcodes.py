@@ -62,7 +62,8 @@ _TRANSLATED = {
                 "Violación de segmento", "세그멘테이션 오류", "Falha de segmentação", "程式記憶體區段錯誤",
                 "Errore di segmentazione"),
     "SIGBUS": ("总线错误", "Bus-Zugriffsfehler", "Erreur du bus", "Ошибка шины", "バスエラー", "Error del bus",
-               "버스 오류", "Erro no barramento", "匯流排錯誤", "Errore di bus"),
+               "버스 오류", "Erro no barramento", "匯流排錯誤", "Errore di bus", "Veri yolu hatası", "Błąd szyny",
+               "Помилка каналу обміну даними", "Lỗi bus"),
 }
 _SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT",
                   **{word: name for name, words in _TRANSLATED.items() for word in words}}
