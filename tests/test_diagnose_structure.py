@@ -240,10 +240,10 @@ def test_a_cuda_out_of_memory_under_an_nccl_error_is_the_gpu_running_out(tmp_pat
                       "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
                       "[rank1]: Last error:\n"
                       "[rank1]: Cuda failure 2 'out of memory'\n")["cause"] == "gpu_oom"
-    # TensorFlow running out of host memory is not the GPU
+    # TensorFlow running out of host memory is not the GPU: it is host memory (SIG494)
     assert primary_of(capsys, tmp_path, "ResourceExhaustedError: OOM when allocating tensor with shape[1024,1024,1024] "
                       "and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n",
-                      "cpu.log")["cause"] is None
+                      "cpu.log")["cause"] == "host_oom"
 
 
 def test_terminal_colours_saved_with_the_log_do_not_hide_a_message(tmp_path: Path, capsys, match_engine: str) -> None:
