@@ -103,6 +103,8 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         # placeholder (NumPy named in NumPy's message) yields to the library the signature knows (torch's warning)
         loader = library_of(found.hits[0].text)
         named = "" if loader == PLACEHOLDER_LIBRARY.get(sig.cause) else loader  # type: ignore[attr-defined]
+        if sig.cause == "version_conflict" and sig.library:  # type: ignore[attr-defined]
+            named = ""  # the package to change, which the module a line names (distutils, sklearn) is not
         d.blame(found.hits[0].line, named or _named_library(sig.pattern, found.hits[0].text)
                 or sig.library or loader)  # type: ignore[attr-defined]
         d.first = min(d.first, found.hits[0].line)
