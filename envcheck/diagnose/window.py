@@ -107,8 +107,10 @@ def judge(events: KernelEvents, window: RunWindow,
 
 def _reason(moment: datetime | None, pid: int, comm: str, window: RunWindow) -> str | None:
     inside = None
-    if pid in window.pids and window.until_from == "mtime":
-        return None  # the log's own pid: a copied or appended-to log's last write is no end of the run
+    if pid in window.pids and window.until_from == "mtime" and run_like(comm):
+        # the log's own pid, still a run's process (a reused pid is another program's): a copied or appended-to
+        # log's last write is no end of the run
+        return None
     if moment is not None and window.timed:
         if window.lower is not None and moment < window.lower:
             return "before_window"

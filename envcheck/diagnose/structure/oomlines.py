@@ -10,6 +10,10 @@ from envcheck.diagnose.structure.model import Event, Line
 ANCHORS = (b"Killed process", b"Kill process", b"oom-kill:")
 # mm/oom_kill.c: "Out of memory: Killed process %d (%s) total-vm:..." (older kernels: "Out of memory: Kill process
 # %d (%s) score %u or sacrifice child", then "Killed process %d (%s) total-vm:..."); "oom-kill:constraint=...".
+# programs a training box runs beside the run, whose OOM kill is not the run's death (the kernel keeps 15 characters
+# of a name): a TensorBoard, an editor's remote server, a desktop, a browser
+BYSTANDERS = frozenset({"tensorboard", "node", "code", "code-server", "Xorg", "gnome-shell", "chrome", "firefox",
+                        "snapd", "packagekitd"})
 _KILLED = re.compile(r"Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)(?:.*total-vm|.*score|.*sacrifice)|"
                      r"oom-kill:constraint=")
 
@@ -19,6 +23,8 @@ def events(lines: list[Line]) -> list[Event]:
         hit = _KILLED.search(line.text)
         if hit:
             comm = hit.group("comm") or ""
+            if comm in BYSTANDERS:
+                continue  # another program killed beside the run: the kernel's next kill may be the run's
             return [Event(
                 "oom_line", "host_oom", 0.85, "the kernel's OOM killer killed a process (its record is in the log)",
                 f"The log holds the kernel's own record of an OOM kill{' of ' + comm if comm else ''}: the host (or "
