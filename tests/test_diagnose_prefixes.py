@@ -1,5 +1,5 @@
 """Lines that a launcher or log collector prefixed (torchrun's ranks, pdsh's hosts, Ray's workers, docker compose's
-services, kubectl's timestamps) read as the lines the program printed. Each case is a real log of the corpus's
+services, kubectl's timestamps, docker build's BuildKit steps, quoted replies, pytest's report) read as the lines the program printed. Each case is a real log of the corpus's
 development half or of the evident set (labels.toml beside it: URL and settled cause) with every line prefixed:
 the signatures anchored at a line's start (a shell's `Killed`, MPI's Hydra summary, Windows' DLL message, xformers'
 C++ extension warning) must still match, and so must the structure readers (pip's build steps and its resolver's
@@ -17,7 +17,7 @@ from tests.diagnose_support import primary_of
 ASSETS = Path(__file__).parent / "assets" / "diagnose"
 PREFIXES = ["[rank0]: ", "[default3]:", "[1,0]<stderr>:", "10.0.0.7: ", "worker-1: ", "0: ",
             "(RayWorkerWrapper pid=4242, ip=10.0.0.7) ", "app-1  | ", "2024-05-01T10:00:00.123456789Z ",
-            "10.0.0.7: [rank3]: "]
+            "10.0.0.7: [rank3]: ", "#12 34.56 ", "> ", "E       "]
 
 
 def _log(name: str) -> str:
@@ -58,6 +58,14 @@ def test_a_prefixed_log_reads_its_cause(tmp_path: Path, capsys, name: str, cause
     (b"step-1: Aborted", b"step-1: Aborted"),
     (b"collect2: error: ld returned 1 exit status", b"collect2: error: ld returned 1 exit status"),
     (b"  File \"x.py\", line 1", b"  File \"x.py\", line 1"),
+    # docker build's BuildKit step, a quoted reply, pytest's report; not the REPL's prompt, glog's level, C's #include
+    (b"#8 12.345 error: command 'gcc' failed", b"error: command 'gcc' failed"),
+    (b"> Killed", b"Killed"),
+    (b">> [rank0]: Killed", b"Killed"),
+    (b"E       RuntimeError: CUDA error", b"RuntimeError: CUDA error"),
+    (b">>> torch.cuda.is_available()", b">>> torch.cuda.is_available()"),
+    (b"E1130 16:02:50.402000 140211 api.py:862] failed", b"E1130 16:02:50.402000 140211 api.py:862] failed"),
+    (b"#include <cuda_runtime.h>", b"#include <cuda_runtime.h>"),
 ])
 def test_only_launchers_prefixes_are_taken_off(line: bytes, bare: bytes) -> None:
     assert unprefixed(line) == bare

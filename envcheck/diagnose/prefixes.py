@@ -18,7 +18,10 @@ import re
 #   `trial-7: ` is no prefix;
 # - Ray's workers: `(RayWorkerWrapper pid=4242, ip=10.0.0.7) `, `(pid=4242) `, `(raylet) `;
 # - docker compose: `app-1  | `, `vllm_1  | `;
-# - docker logs -t and kubectl logs --timestamps: an RFC 3339 time, `2024-05-01T10:00:00.123456789Z `.
+# - docker logs -t and kubectl logs --timestamps: an RFC 3339 time, `2024-05-01T10:00:00.123456789Z `;
+# - docker build's plain progress (BuildKit): the step and its seconds, `#12 34.56 `;
+# - a quoted reply or an e-mail: `> `, `>> ` (not the REPL's `>>> `, whose lines are what the user typed);
+# - pytest's failure report: `E   ` (an E and at least three spaces).
 _HOST = (rb"(?i:(?:[a-z]+-)*(?:node|gpu|worker|host|compute|ip|dgx|master|server|machine|rank)[-_]?\d+"
          rb"(?:[-.][a-z0-9]+)*)")
 _ONE = (rb"\[(?:rank|default|local_rank)?\d+\]:"
@@ -26,7 +29,8 @@ _ONE = (rb"\[(?:rank|default|local_rank)?\d+\]:"
         rb"|(?:\d{1,3}(?:\.\d{1,3}){3}|" + _HOST + rb"|\d{1,5}):(?= )"
         rb"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:]+)?\)|\(raylet\)"
         rb"|[\w.-]+[-_]\d+ +\|"
-        rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)")
+        rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
+        rb"|#\d+ \d+\.\d+(?= )|>{1,2}(?= )|E {3,}(?=\S)")
 _PREFIXES = re.compile(rb"^(?:[ \t]*(?:" + _ONE + rb") ?){1,3}")
 _TEXT_PREFIXES = re.compile(_PREFIXES.pattern.decode())
 

@@ -27,7 +27,8 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[
     file's last non-blank line number (unknown: readers that need a log's end read nothing); TAILS: each file's last
     non-blank lines, whatever they hold; LATE_ERRORS: the error lines among each file's last bytes."""
     # the readers see each line as its program printed it, without a launcher's prefix (torchrun's `[rank0]:`)
-    lines = [Line(x.file, x.number, unprefixed_text(x.text)) for x in lines]
+    lines, tails, late_errors = ([Line(x.file, x.number, unprefixed_text(x.text)) for x in group or []]
+                                 for group in (lines, tails, late_errors))
     read = [(block, prefix, tracebacks.parse(block, prefix)) for block, prefix in blocks]
     parsed = [tb for _, _, tb in read if tb is not None]
     found: list[Event] = cut.events([(block, prefix) for block, prefix, tb in read if tb is None], lines)
