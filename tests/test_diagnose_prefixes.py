@@ -66,6 +66,7 @@ def test_a_prefixed_log_reads_its_cause(tmp_path: Path, capsys, name: str, cause
     (b">>> torch.cuda.is_available()", b">>> torch.cuda.is_available()"),
     (b"E1130 16:02:50.402000 140211 api.py:862] failed", b"E1130 16:02:50.402000 140211 api.py:862] failed"),
     (b"#include <cuda_runtime.h>", b"#include <cuda_runtime.h>"),
+    (b">", b""), (b"#12 0.301", b""), (b"E", b""),  # a blank line under each prefix, its trailing space gone
 ])
 def test_only_launchers_prefixes_are_taken_off(line: bytes, bare: bytes) -> None:
     assert unprefixed(line) == bare

@@ -30,7 +30,7 @@ _ONE = (rb"\[(?:rank|default|local_rank)?\d+\]:"
         rb"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:]+)?\)|\(raylet\)"
         rb"|[\w.-]+[-_]\d+ +\|"
         rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
-        rb"|#\d+ \d+\.\d+(?= )|>{1,2}(?= )|E {3,}(?=\S)")
+        rb"|#\d+ \d+\.\d+(?= |$)|>{1,2}(?= |$)|E(?: {3,}(?=\S)| *$)")
 _PREFIXES = re.compile(rb"^(?:[ \t]*(?:" + _ONE + rb") ?){1,3}")
 _TEXT_PREFIXES = re.compile(_PREFIXES.pattern.decode())
 

@@ -137,6 +137,8 @@ def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails:
     found = []
     for file, end in ends.items():
         mine = {line.number: line for line in (*lines, *tails) if line.file == file}
+        while end in mine and not mine[end].text.strip():  # a prefix and nothing else (BuildKit's, a quote's '>')
+            end -= 1
         last = mine.get(end)
         if last is None:
             continue
