@@ -37,6 +37,7 @@ def _log(name: str) -> str:
     ("c1937", "deepspeed_build_failure"),  # old pip: 'Command errored out with exit status 1: python setup.py egg_info'
     ("c2397", "version_conflict"),  # pip's resolver: 'tensorflow 2.4.4 requires numpy~=1.19.2, but you have ...'
     ("c2440", "version_conflict"),  # "ModuleNotFoundError: No module named 'triton.common'"
+    ("c1022", "torch_cpu_only"),  # the last resort: a paste that ends at LLaMA-Factory's 'device: cpu, n_gpu: 0'
 ])
 def test_a_prefixed_log_reads_its_cause(tmp_path: Path, capsys, name: str, cause: str, prefix: str) -> None:
     text = "".join(prefix + line + "\n" for line in _log(name).splitlines())
@@ -70,3 +71,14 @@ def test_a_prefixed_log_reads_its_cause(tmp_path: Path, capsys, name: str, cause
 ])
 def test_only_launchers_prefixes_are_taken_off(line: bytes, bare: bytes) -> None:
     assert unprefixed(line) == bare
+
+
+@pytest.mark.parametrize("prefix", ["> ", "#12 34.56 ", "E       "])
+def test_a_paste_that_ends_in_a_prefixed_blank_line_ends_at_the_line_before(tmp_path: Path, capsys,
+                                                                           prefix: str) -> None:
+    """A quoted reply, BuildKit and pytest prefix blank lines too (the trailing space is often lost): the last line
+    the program printed is the one before, where the last-resort reader looks (c1022 ends at LLaMA-Factory's
+    'device: cpu, n_gpu: 0')."""
+    lines = _log("c1022").splitlines() + ["", ""]
+    text = "".join((prefix + line).rstrip() + "\n" for line in lines)
+    assert primary_of(capsys, tmp_path, text)["cause"] == "torch_cpu_only"
