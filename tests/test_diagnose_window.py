@@ -361,14 +361,19 @@ def _diagnose_beside_recorded_kernel(monkeypatch: pytest.MonkeyPatch, log: Path,
     return diagnose(Request(logs=(str(log),), system=True))
 
 
-def test_a_kill_the_log_names_by_pid_is_the_run_s_whatever_the_log_s_last_write(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """torchrun names the killed rank's pid: the kernel's record of that pid is the run's, even when the log was
-    copied or appended to long after (its mtime is no end of the run then)."""
+@pytest.mark.parametrize(("log_pid", "after_kill"), [
+    (17447, 3600),  # the killed rank's pid: its kernel record is the run's although the log was copied an hour after
+    (17400, 20),  # another pid (a dataloader worker, python3 17447) killed about the log's last write: run-like
+])
+def test_a_kill_of_the_run_is_the_run_s_by_its_pid_or_by_the_last_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log_pid: int, after_kill: int) -> None:
+    """torchrun names a rank's pid. The kernel's record of that pid is the run's whatever the log's mtime says (a
+    copied or appended-to log's last write is no end of the run); a run-like process killed inside the window the
+    last write gives is the run's too, though its pid is not the one the log names."""
     log = tmp_path / "train.log"
     log.write_text("step 100 loss 1.2\ntorch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) "
-                   "local_rank: 0 (pid: 17447) of binary: /usr/bin/python3\n", encoding="utf-8")
-    result = _diagnose_beside_recorded_kernel(monkeypatch, log, 3600)
+                   f"local_rank: 0 (pid: {log_pid}) of binary: /usr/bin/python3\n", encoding="utf-8")
+    result = _diagnose_beside_recorded_kernel(monkeypatch, log, after_kill)
     assert result.causes[0].cause == "host_oom"
     assert any(e.source == "kernel" and "17447" in e.text for e in result.causes[0].evidence)
 
@@ -383,15 +388,3 @@ def test_a_log_with_its_own_exception_takes_no_unplaced_kill_by_its_last_write(
     result = _diagnose_beside_recorded_kernel(monkeypatch, log, 20)
     assert "host_oom" not in [c.cause for c in result.causes]
     assert any(i.reason == "window_unknown" for i in result.ignored)
-
-
-def test_a_worker_the_log_does_not_name_is_the_run_s_inside_its_last_write(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The log names its rank's pid, but the OOM killer took a dataloader worker (python3 17447, another pid) about
-    when the log was last written: a run-like process inside the window is the run's."""
-    log = tmp_path / "train.log"
-    log.write_text("step 100 loss 1.2\ntorch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) "
-                   "local_rank: 0 (pid: 17400) of binary: /usr/bin/python3\n", encoding="utf-8")
-    result = _diagnose_beside_recorded_kernel(monkeypatch, log, 20)
-    assert result.causes[0].cause == "host_oom"
-    assert any(e.source == "kernel" and "17447" in e.text for e in result.causes[0].evidence)
