@@ -22,7 +22,7 @@ from envcheck.diagnose.structure.model import Event
 from envcheck.diagnose.structure.ngc import COMPAT_OK, STATUS_LINES
 from envcheck.diagnose.structure.no_cuda import GPU_BUILD, WEAK
 from envcheck.diagnose.structure.risk import LAST_RESORT
-from envcheck.diagnose.structure.tracebacks import INTERRUPTED, WEAK_CRASH
+from envcheck.diagnose.structure.stopped import INTERRUPTED, WEAK_CRASH
 from envcheck.diagnose.symbols import describe_line, library_of
 from envcheck.diagnose.window import run_like
 

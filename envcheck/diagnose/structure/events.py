@@ -38,7 +38,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[
     # a fallback: where another reader found the build's failure, that reader says why and what to do
     built = {e.file for e in found if e.cause == "deepspeed_build_failure"}
     found += [e for e in unfinished.events(lines, parsed, ends or {}) if e.file not in built]
-    found += tracebacks.interrupted(lines + [line for block, _ in blocks for line in block])
+    found += stopped.interrupted(lines + [line for block, _ in blocks for line in block])
     found += stopped.events(lines)
     if not any(e.cause for e in found):  # a last resort: a paste that ends at a warning naming a risk
         found += risk.events(lines, parsed, ends or {}, tails or [], late_errors or [])

@@ -160,28 +160,13 @@ _OWN_CAUSE = re.compile(r"cannot open shared object file|mismatches the version|
                         r"|due to it not being compatible|CUDA error")
 # Exceptions that stop whatever was running, a build or a wait for another rank's build lock: not a build's failure.
 _INTERRUPTS = ("KeyboardInterrupt", "SystemExit", "SignalException")
-# An Event of this kind says the user stopped the run (Ctrl-C: a KeyboardInterrupt traceback); it is no cause itself:
-# the aborts of threads still joinable at the interrupted interpreter's exit ('terminate called without an active
-# exception', 'Aborted') are then no crash to hunt, and a weak segfault_other (<= WEAK_CRASH) is dropped.
-INTERRUPTED = "interrupted"
-WEAK_CRASH = 0.5
-# Python's KeyboardInterrupt line, torch elastic's "Received Signals.SIGINT death signal" (api.py _terminate_process)
-_CTRL_C = re.compile(r"^\W{0,3}KeyboardInterrupt\b|Received Signals\.SIGINT death signal")
-
-
-def interrupted(lines: list[Line]) -> list[Event]:
-    """A hint (no cause) when the log shows the user stopping the run with Ctrl-C."""
-    hit = next((line for line in lines if _CTRL_C.search(line.text)), None)
-    return [Event(INTERRUPTED, "", 0.0, "the run was interrupted (Ctrl-C)", "", "", hit.file, hit.number, hit.text,
-                  "")] if hit is not None else []
 # DeepSpeedCPUAdam.__del__ after its __init__ failed: the op's load (a build) most often, but any failure of __init__
 # (an empty parameter list, Ctrl-C while waiting on a build lock) leaves the same line.
 # (A loose line's leading quote may be taken by _LOOSE's punctuation: "` 'DeepSpeedCPUAdam' object ...`".)
 _DS_OPT = re.compile(r"DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'")
 # Loose exception lines (pasted without their traceback) that the rules above read too.
 ANCHORS = (b"cannot import name", b"has no attribute", b"No module named '", b"mismatches the version",
-           b"was removed in the NumPy", b"does not match the version torch", b"but the version found is",
-           b"KeyboardInterrupt", b"Signals.SIGINT death signal")
+           b"was removed in the NumPy", b"does not match the version torch", b"but the version found is")
 _LOOSE = re.compile(r"^\W{0,3}(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))?:?\s*(?P<msg>.*)$")
 
 
