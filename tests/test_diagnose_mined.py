@@ -45,6 +45,8 @@ def test_every_mined_rule_is_in_the_matrix_and_cites_a_source() -> None:
 @pytest.mark.parametrize(("name", "library"), [
     ("npver-16.log", "numpy"),  # pandas refuses an old NumPy: NumPy is what to change
     ("npver-48.log", "torch"),  # accelerate refuses an old torch for tensor parallelism
+    ("ver2-09.log", "setuptools"),  # Python 3.12 without distutils: setuptools' shim is what to install, not distutils
+    ("ver2-21.log", "scikit-learn"),  # a pickle of a renamed sklearn module: the distribution to pin
 ])
 def test_a_version_check_blames_the_library_to_change_not_the_one_that_checks(name: str, library: str) -> None:
     assert _causes(name)[0].library == library

@@ -101,10 +101,11 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
             d.notes.append(note)
         # the loader's own words first (the .so that cannot be opened), then what the signature names; a cause's
         # placeholder (NumPy named in NumPy's message) yields to the library the signature knows (torch's warning)
+        # a version rule's own library is the package to change, which the module its line names (distutils,
+        # sklearn) is not
         loader = library_of(found.hits[0].text)
-        named = "" if loader == PLACEHOLDER_LIBRARY.get(sig.cause) else loader  # type: ignore[attr-defined]
-        if sig.cause == "version_conflict" and sig.library:  # type: ignore[attr-defined]
-            named = ""  # the package to change, which the module a line names (distutils, sklearn) is not
+        own = sig.cause == "version_conflict" and sig.library  # type: ignore[attr-defined]
+        named = "" if own or loader == PLACEHOLDER_LIBRARY.get(sig.cause) else loader  # type: ignore[attr-defined]
         d.blame(found.hits[0].line, named or _named_library(sig.pattern, found.hits[0].text)
                 or sig.library or loader)  # type: ignore[attr-defined]
         d.first = min(d.first, found.hits[0].line)

@@ -41,7 +41,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[
     found += stopped.interrupted(lines + [line for block, _ in blocks for line in block])
     found += stopped.events(lines)
     if not any(e.cause for e in found):  # a last resort: a paste that ends at a warning naming a risk
-        found += risk.events(lines, parsed, ends or {}, tails or [], late_errors or [])
+        found += risk.events(lines, parsed, ends or {}, tails, late_errors)
     found.sort(key=lambda e: (e.file, e.line))
     return found, parsed
 
