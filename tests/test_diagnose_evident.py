@@ -45,7 +45,6 @@ MISSES = {
     "f1811": ("segfault_other", "NCCL's watchdog reporting an illegal memory access: the CUDA error is what it shows"),
     "f1815": ("unknown", "torchrl against another torch, shown only as an attribute error"),
     "f1919": ("unknown", "flash_attn's interface changed under the caller, shown as an attribute error"),
-    "f2009": ("unknown", "'No module named torch._custom_ops': a private module of torch (left out by design)"),
     "f2019": ("unknown", "an IPython release against the notebook server, shown as an ImportError of a name"),
     "f2021": ("unknown", "a matplotlib release shown only as an attribute error"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
@@ -77,6 +76,15 @@ def test_each_listed_miss_is_an_evident_log() -> None:
     # a private compiled module: a broken install or a run inside torch's source tree
     ('  File "/venv/lib/python3.10/site-packages/torch/__init__.py", line 229, in <module>\n    from torch._C import *\n'
      "ModuleNotFoundError: No module named 'torch._C'\n", None),
+    ('  File "/venv/lib/python3.10/site-packages/colossalai/kernel/op_builder/builder.py", line 90, in load\n'
+     "    op_module = self.import_op()\nModuleNotFoundError: No module named 'colossalai._C.cpu_adam'\n", None),
+    # a private pure-Python module the installed release lacks (apex written for torch 1.x under torch 2)
+    ('  File "/venv/lib/python3.10/site-packages/apex/amp/_amp_state.py", line 14, in <module>\n'
+     "    from torch._six import container_abcs\nModuleNotFoundError: No module named 'torch._six'\n",
+     "version_conflict"),
+    # NumPy's own private modules are not this rule's: numpy._core is NumPy 2's, under NumPy 1 (a signature's)
+    ('  File "/venv/lib/python3.10/site-packages/joblib/numpy_pickle.py", line 587, in load\n'
+     "    obj = _unpickle(fobj)\nModuleNotFoundError: No module named 'numpy._core'\n", "numpy_abi"),
 ])
 def test_a_dotted_module_missing_is_another_release_only_when_an_installed_package_asks(
         tmp_path: Path, text: str, cause: str | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from envcheck.diagnose.structure import numpy_api
 from envcheck.diagnose.structure.build import DS_OPS
 from envcheck.diagnose.structure.compiler import first_error
 from envcheck.diagnose.structure.model import Event, Line
@@ -85,7 +86,10 @@ _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<name>[^']+)' from '(?P<mod
 # "No module named 'datasets.exceptions'": Python imports a dotted name part by part and reports the first part it
 # cannot find, so 'datasets' was found and has no 'exceptions': another release of it. Not a private compiled module
 # ('torch._C': a broken install or a run inside the source tree) nor DeepSpeed's ops (not pre-built: JIT-built).
-_NO_SUBMODULE = re.compile(r"No module named '(?P<pkg>[A-Za-z]\w*)\.(?P<sub>[A-Za-z][\w.]*)'")
+# A private pure-Python module is one ('torch._six', removed by pytorch/pytorch#94709 for torch 2.0; 'torch._custom_ops',
+# which torchvision imports from the torch it was built for): not a compiled one (_C, _ext, *_cuda), nor any of NumPy's own.
+_NO_SUBMODULE = re.compile(r"No module named '(?P<pkg>[A-Za-z]\w*)\.(?P<sub>_?[A-Za-z][\w.]*)'")
+_COMPILED = re.compile(r"(?:^|\.)_(?:C|ext|lib|\w*_(?:C|ext|cuda|cpp|umath))(?:\.|$)")
 # A project's own modules run from another folder ('utils.datasets' of a script's checkout, a checkpoint pickled with
 # its 'models.common'): a layout, not a release. So the import must come from an installed package's frame (under
 # site-packages), or, in a paste without frames, name no folder name projects use for their own code.
@@ -99,32 +103,6 @@ _LOCAL_NAMES = frozenset({"utils", "util", "src", "models", "model", "data", "li
 # torch.load / pickle finding a class of the module a checkpoint was pickled with: the pickling project's layout
 _UNPICKLING = re.compile(r"[/\\](?:serialization|pickle|_pickle)\.py$")
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
-# NumPy 1.24 removed its aliases of Python's builtins (doc/source/release/1.24.0-notes.rst); NumPy 2.0 has np.bool
-# and np.long again.
-_NP_124 = ("float", "int", "bool", "object", "str", "complex", "long", "unicode")
-_NP_BACK_IN_2 = ("bool", "long")
-# The names NumPy removed: 1.24's and 2.0's (numpy/_expired_attrs_2_0.py __expired_attributes__, and the namespace
-# members doc/source/release/2.0.0-notes.rst lists as removed with the explicit imports of numpy/__init__.py).
-# `module 'numpy' has no attribute` and `from numpy import X`'s "cannot import name 'X' from 'numpy'" name one of them.
-NUMPY_REMOVED = (
-    *_NP_124,
-    "geterrobj", "seterrobj", "cast", "source", "lookfor", "who", "fastCopyAndTranspose", "set_numeric_ops", "NINF",
-    "PINF", "NZERO", "PZERO", "add_newdoc", "add_docstring", "add_newdoc_ufunc", "safe_eval", "float_",
-    "complex_", "longfloat", "singlecomplex", "cfloat", "longcomplex", "clongfloat", "string_", "unicode_", "Inf",
-    "Infinity", "NaN", "infty", "issctype", "maximum_sctype", "obj2sctype", "sctype2char", "sctypes", "issubsctype",
-    "set_string_function", "asfarray", "issubclass_", "tracemalloc_domain", "mat", "recfromcsv", "recfromtxt",
-    "deprecate", "deprecate_with_doc", "disp", "find_common_type", "round_", "get_array_wrap", "DataSource",
-    "nbytes", "byte_bounds", "compare_chararrays", "format_parser",
-    "FLOATING_POINT_SUPPORT", "CLIP", "WRAP", "RAISE", "BUFSIZE", "UFUNC_BUFSIZE_DEFAULT", "UFUNC_PYVALS_NAME",
-    "ALLOW_THREADS", "MAXDIMS", "MAY_SHARE_EXACT", "MAY_SHARE_BOUNDS", "kernel_version", "numarray", "oldnumeric")
-_REMOVED_NAMES = "|".join(sorted(NUMPY_REMOVED, key=len, reverse=True))
-_NP_REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
-                         r"'(?:" + _REMOVED_NAMES + r")'|cannot import name '(?:" + _REMOVED_NAMES
-                         + r")' from 'numpy'")
-# A module compiled against NumPy 1.x under NumPy 2: its own import_array (NumPy 1.x's generated __multiarray_api.h)
-# raises "numpy.core.multiarray failed to import" or "_ARRAY_API not found", after NumPy 2's warning
-# (numpy/core/_multiarray_umath.py): the module importing numpy is to blame.
-_NP_ABI_IMPORT = re.compile(r"numpy\.core\.multiarray failed to import|_ARRAY_API not found")
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
 # /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
 _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
@@ -227,9 +205,9 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "a traceback through DeepSpeed's setup.py and op_builder/ (CPython traceback frames)",
                                 _builder_op(tb) or "deepspeed"))
         # "(unknown location)": a folder named numpy shadowing the package, not a removed name
-        if _NP_REMOVED.search(message) and "circular import" not in message and "(unknown location)" not in message:
-            found.append(_numpy_removed(tb, message))
-        elif _NP_ABI_IMPORT.search(message) and (blame := _numpy_importer(tb)):
+        if numpy_api.REMOVED.search(message) and "circular import" not in message and "(unknown location)" not in message:
+            found.append(numpy_api.removed(tb, message))
+        elif numpy_api.ABI_IMPORT.search(message) and (blame := numpy_api.importer(tb)):
             found.append(_event(tb, "numpy_abi_import", "numpy_abi", 0.85,
                                 f"{blame} was compiled against NumPy 1.x and NumPy 2 is installed",
                                 f"{blame} is a compiled module built against NumPy 1.x's C API; NumPy 2 refuses to "
@@ -316,6 +294,8 @@ def _another_release(tb: Traceback, sub: re.Match[str], message: str) -> bool:
     pkg = sub.group("pkg")
     if pkg == "deepspeed" or pkg in _LOCAL_NAMES or f"'{pkg}' is not a package" in message:
         return False
+    if sub.group("sub").startswith("_") and (pkg == "numpy" or _COMPILED.search(sub.group("sub"))):
+        return False
     if not tb.paths:
         return True
     return bool(_INSTALLED.search(tb.paths[-1])) and not _UNPICKLING.search(tb.paths[-1])
@@ -345,43 +325,6 @@ def _in_deepspeed_jit_load(tb: Traceback) -> bool:
     if tb.type.rsplit(".", 1)[-1] in _INTERRUPTS:
         return False
     return "jit_load" in tb.funcs or any("self.jit_load(" in c for c in tb.code)
-
-
-_NP_NAME = re.compile(r"`np\.(?P<a>\w+)`|'(?P<b>\w+)'(?: from 'numpy')?$|attribute '(?P<c>\w+)'")
-
-
-def _numpy_removed(tb: Traceback, message: str) -> Event:
-    """Code that uses a name NumPy removed: 1.24's builtin aliases (np.float: pin numpy<1.24 or use the builtin) or
-    2.0's removals (np.float_, np.NaN: numpy<2 or an upgrade of the package that uses it)."""
-    named = _NP_NAME.search(message.split(" (")[0])
-    name = next((g for g in named.groups() if g), "") if named else ""
-    blame = next((p for p in reversed(tb.packages) if p not in ("numpy",)), "")
-    user = f"upgrade {blame} to a release that supports it" if blame else f"change the code that uses np.{name}"
-    if name in _NP_124:
-        again = " (NumPy 2 has it again)" if name in _NP_BACK_IN_2 else ""
-        return _event(tb, "numpy_removed", "numpy_abi", 0.9,
-                      f"Code uses np.{name}, an alias NumPy 1.24 removed{again}",
-                      "NumPy 1.24 removed the aliases of Python's builtins (np.float, np.int, np.object, np.str, "
-                      "np.bool, ...); NumPy 2.0 brought back np.bool and np.long only.",
-                      f"Use the builtin ({name}) or numpy's own type (np.float64, np.int64, np.bool_), or {user}; "
-                      + ("or install NumPy 2." if again else "or pin numpy<1.24."),
-                      "NumPy 1.24.0 release notes (expired deprecations); numpy/__init__.py (NumPy 2.0)",
-                      blame or "numpy")
-    return _event(tb, "numpy_removed", "numpy_abi", 0.9,
-                  "Code written for NumPy 1.x meets NumPy 2 (an API it uses was removed)",
-                  "NumPy 2.0 removed names such as np.float_, np.NaN, np.Inf and np.BUFSIZE; the code in the traceback "
-                  "still uses them.", f"Install numpy<2 (pip install 'numpy<2'), or {user}.",
-                  "numpy/_expired_attrs_2_0.py __expired_attributes__ and the NumPy 2.0.0 release notes",
-                  blame or "numpy")
-
-
-def _numpy_importer(tb: Traceback) -> str:
-    """The compiled module a NumPy ABI import failure comes from: a Cython module's init frame ("in init fastremap"),
-    else the innermost package of the stack that is not NumPy; "" when the stack names none."""
-    inits = [c[5:] for c in tb.funcs if c.startswith("init ") and c[5:].replace(".", "").isidentifier()]
-    if inits:
-        return inits[-1].split(".")[0]  # "init pyarrow.lib": the distribution is pyarrow
-    return next((p for p in reversed(tb.packages) if p not in ("numpy", "np")), "")
 
 
 def _init_of_cpu_adam(tb: Traceback) -> bool:
