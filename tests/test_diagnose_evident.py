@@ -47,6 +47,11 @@ MISSES = {
     "f1919": ("unknown", "flash_attn's interface changed under the caller, shown as an attribute error"),
     "f2019": ("unknown", "an IPython release against the notebook server, shown as an ImportError of a name"),
     "f2021": ("unknown", "a matplotlib release shown only as an attribute error"),
+    "f2609": ("unknown", "TensorFlow 1.x's INFO line for libcuda.so.1 alone: it goes on without a GPU (SIG278 reads "
+              "only the libraries it stops without)"),
+    "f2620": ("unknown", "R torch's GLIBCXX line wrapped in two at 'not found' by the paste"),
+    "f2814": ("unknown", "a training platform's own 'Exception type: OOM ... return code is -9' report, whose source "
+              "could not be read"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }
