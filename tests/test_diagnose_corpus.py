@@ -21,7 +21,6 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c710": ("unknown", "RuntimeError: File my_out/checkpoints/checkpoint_0.pt cannot be opened; the disk was full"),
     "c1229": ("unknown", "a KeyError in Transformer Engine's set_extra_state: a checkpoint from another release"),
     # jaxlib's wording for a cuSPARSE it could not load: not found in jax's sources here, so not a rule
-    "c1107": ("unknown", "jax: 'operation cusparseGetProperty(...) failed: The cuSPARSE library was not found.'"),
     "c1171": ("nccl_error", "vLLM's NCCL 'unhandled system error'; the maintainer read /dev/shm in a log not pasted"),
     # NCCL's alloc.h 'Cuda failure out of memory' is a cudaMalloc failing; this thread's fix was another NCCL
     "c1133": ("gpu_oom", "NCCL [Rem Allocator] failures and Cuda failure 'out of memory'; a newer NCCL fixed it"),
