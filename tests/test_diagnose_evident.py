@@ -52,6 +52,12 @@ MISSES = {
     "f2620": ("unknown", "R torch's GLIBCXX line wrapped in two at 'not found' by the paste"),
     "f2814": ("unknown", "a training platform's own 'Exception type: OOM ... return code is -9' report, whose source "
               "could not be read"),
+    "f2964": ("unknown", "joblib's ENOSPC warning for its semaphore probe (it goes on in serial mode, as mined shm2-16) "
+              "and a traceback into multiprocessing's Lock cut before its exception"),
+    "f3057": ("unknown", "PhysX's 'PxgCudaDeviceMemoryAllocator fail to allocate memory ... Result = 2' (Isaac Gym)"),
+    "f3060": ("unknown", "the loader's line cut mid-word by the paste ('libtorch_cuda_cu.so: cannot open shared')"),
+    "f3114": ("unknown", "'No module named keras.engine' only as the next line of transformers' 'Failed to import ...' "
+              "wrapper, in a ComfyUI node's report without a traceback"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }
@@ -118,3 +124,22 @@ def test_an_ngc_banners_probe_status_is_no_driver_fault_but_a_failure_after_it_i
                       encoding="utf-8")
     assert diagnose(Request(logs=(str(alone),), system=False)).causes == ()
     assert diagnose(Request(logs=(str(failed),), system=False)).causes[0].cause == "driver_too_old"
+
+
+@pytest.mark.parametrize(("line", "cause"), [
+    # the raylet's summary of its memory monitor (SIG133): a kill is host memory, a summary of crashes alone is not
+    ("(raylet) node_manager.cc:3084: 4 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed "
+     "due to other reasons at node (ID: b287, IP: 172.28.0.12) over the last time period.", "host_oom"),
+    ("(raylet) node_manager.cc:3084: 0 Workers (tasks / actors) killed due to memory pressure (OOM), 2 Workers crashed "
+     "due to other reasons at node (ID: b287, IP: 172.28.0.12) over the last time period.", None),
+    # SIG552: a version bound on a package, not on CUDA or a GPU
+    ("AssertionError: BLIP models are not compatible with transformers>=4.27, run pip install transformers==4.25",
+     "version_conflict"),
+    ("RuntimeError: this kernel is not compatible with CUDA>=12.4", None),
+])
+def test_a_wave_seven_or_eight_rule_reads_its_line_and_not_its_neighbour(tmp_path: Path, line: str,
+                                                                        cause: str | None) -> None:
+    log = tmp_path / "line.log"
+    log.write_text(line + "\n", encoding="utf-8")
+    causes = diagnose(Request(logs=(str(log),), system=False)).causes
+    assert (causes[0].cause if causes else None) == cause

@@ -28,7 +28,10 @@ NUMPY_REMOVED = (
     "deprecate", "deprecate_with_doc", "disp", "find_common_type", "round_", "get_array_wrap", "DataSource",
     "nbytes", "byte_bounds", "compare_chararrays", "format_parser",
     "FLOATING_POINT_SUPPORT", "CLIP", "WRAP", "RAISE", "BUFSIZE", "UFUNC_BUFSIZE_DEFAULT", "UFUNC_PYVALS_NAME",
-    "ALLOW_THREADS", "MAXDIMS", "MAY_SHARE_EXACT", "MAY_SHARE_BOUNDS", "kernel_version", "numarray", "oldnumeric")
+    "ALLOW_THREADS", "MAXDIMS", "MAY_SHARE_EXACT", "MAY_SHARE_BOUNDS", "kernel_version", "numarray", "oldnumeric",
+    # the scalar aliases 1.24 deprecated (1.24.0-notes.rst, gh-22607; v1.26.0's numpy/__init__.py _type_info) and
+    # v2.0.0's numpy/__init__.py no longer has
+    "bool8", "int0", "uint0", "str0", "bytes0", "void0", "object0")
 REMOVED_NAMES = "|".join(sorted(NUMPY_REMOVED, key=len, reverse=True))
 REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
                          r"'(?:" + REMOVED_NAMES + r")'|cannot import name '(?:" + REMOVED_NAMES
