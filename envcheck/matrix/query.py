@@ -11,7 +11,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck.checks.versions import major_minor
 from envcheck.matrix import Matrix
 from envcheck.matrix.model import (
-    CudaRelease, DeepSpeedCudaMinorOk, GpuModel, LlamaFactoryRelease, MinorVersionCompat, PackageRelease,
+    CudaRelease, DeepSpeedCudaMinorOk, GpuModel, LlamaFactoryRelease, MinorVersionCompat, NewestRelease, PackageRelease,
     TorchBuild, TorchRelease,
 )
 
