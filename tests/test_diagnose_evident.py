@@ -58,6 +58,15 @@ MISSES = {
     "f3060": ("unknown", "the loader's line cut mid-word by the paste ('libtorch_cuda_cu.so: cannot open shared')"),
     "f3114": ("unknown", "'No module named keras.engine' only as the next line of transformers' 'Failed to import ...' "
               "wrapper, in a ComfyUI node's report without a traceback"),
+    "f3209": ("unknown", "a remote-code tokenizer's 'object has no attribute' (an object's attribute) and a version in prose"),
+    "f3302": ("unknown", "XLA's 'Resource exhausted: Out of memory while trying to allocate' wrapped in two by the paste"),
+    "f3306": ("segfault_abi_mismatch", "libcublas.so.11's symbol versions not in the libcublasLt.so.11 loaded: read as "
+              "a library built against another copy (the collector read two cuBLAS releases: a version conflict)"),
+    "f3309": ("unknown", "cuDF's 'undefined symbol' wrapped onto the line after its library's path"),
+    "f3314": ("unknown", "TensorRT's engine build: a [W] line that the GPU memory could not be allocated, then 'Could not "
+              "find any implementation' (TensorRT's skipped tactics are no cause: mined review-revN)"),
+    "f3320": ("unknown", "Dask's nanny restarting a worker over its memory budget (a review's counter-example: Dask "
+              "restarts workers in runs that finish)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }
