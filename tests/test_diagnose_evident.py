@@ -67,6 +67,14 @@ MISSES = {
               "find any implementation' (TensorRT's skipped tactics are no cause: mined review-revN)"),
     "f3320": ("unknown", "Dask's nanny restarting a worker over its memory budget (a review's counter-example: Dask "
               "restarts workers in runs that finish)"),
+    "f3365": ("unknown", "Horovod's stall warning (ranks waiting on an allreduce), which Horovod does not call a timeout"),
+    "f3510": ("unknown", "RELION's own allocator: 'ERROR: out of memory in .../custom_allocator.cuh ... (error-code 2)'"),
+    "f3562": ("unknown", "a link-time 'undefined reference ...@GLIBCXX_3.4.26' in a make build (the loader's rule reads "
+              "'version ... not found', not the linker's)"),
+    "f3653": ("unknown", "pytorch-forecasting's TypeError that a model is not a LightningModule: the lightning and "
+              "pytorch_lightning packages, shown only to who knows the split"),
+    "f3657": ("unknown", "HugeCTR's 'Runtime error: unhandled system error' with the NCCL call on the next line"),
+    "f3658": ("unknown", "the same HugeCTR report on a single node in a container"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }
