@@ -160,3 +160,18 @@ def test_a_wave_seven_or_eight_rule_reads_its_line_and_not_its_neighbour(tmp_pat
     log.write_text(line + "\n", encoding="utf-8")
     causes = diagnose(Request(logs=(str(log),), system=False)).causes
     assert (causes[0].cause if causes else None) == cause
+
+
+@pytest.mark.parametrize(("line", "cause"), [
+    # the kubelet's eviction message names the starved resource: memory is host RAM (SIG560), its disk a full disk
+    ("The node was low on resource: memory. Container trainer was using 61Gi, which exceeds its request of 16Gi.",
+     "host_oom"),
+    ("The node was low on resource: ephemeral-storage. Container trainer was using 90Gi, which exceeds its request of 0.",
+     "disk_full"),
+])
+def test_a_kubelet_eviction_is_host_memory_only_when_memory_ran_low(tmp_path: Path, line: str,
+                                                                   cause: str | None) -> None:
+    log = tmp_path / "events.log"
+    log.write_text(line + "\n", encoding="utf-8")
+    causes = diagnose(Request(logs=(str(log),), system=False)).causes
+    assert (causes[0].cause if causes else None) == cause
