@@ -75,6 +75,10 @@ MISSES = {
               "pytorch_lightning packages, shown only to who knows the split"),
     "f3657": ("unknown", "HugeCTR's 'Runtime error: unhandled system error' with the NCCL call on the next line"),
     "f3658": ("unknown", "the same HugeCTR report on a single node in a container"),
+    "f3700": ("unknown", "a DeepSpeed op's nvcc command cut before its name and its error, then gcc 7's instantiation notes"),
+    "f3856": ("unknown", "peft against bitsandbytes shown only as an object's missing attribute"),
+    "f3866": ("unknown", "pip's 'Cannot install ... conflicting dependencies' wrapped over four lines by the paste"),
+    "f3869": ("unknown", "accelerate's object without deepspeed_engine_wrapped (an object's attribute)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }
