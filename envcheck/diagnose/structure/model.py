@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -35,3 +36,17 @@ class Event:
         """A fact that only qualifies causes (the package pip was building, a CUDA build of torch, a Ctrl-C): it has
         no cause of its own and is never one."""
         return not self.cause
+
+
+class Located(Protocol):
+    """Where an exception line is: a parsed traceback's file, line number and text."""
+
+    file: str
+    line: int
+    text: str
+
+
+def event_at(where: Located, kind: str, cause: str, confidence: float, title: str, explanation: str, fix: str,
+             source: str, library: str) -> Event:
+    """An Event at WHERE's exception line (the traceback readers' one constructor)."""
+    return Event(kind, cause, confidence, title, explanation, fix, where.file, where.line, where.text, source, library)

@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from envcheck.diagnose.structure.model import Event
+from envcheck.diagnose.structure.model import event_at as _event
 
 if TYPE_CHECKING:
     from envcheck.diagnose.structure.tracebacks import Traceback
@@ -32,10 +33,10 @@ NUMPY_REMOVED = (
     # the scalar aliases 1.24 deprecated (1.24.0-notes.rst, gh-22607; v1.26.0's numpy/__init__.py _type_info) and
     # v2.0.0's numpy/__init__.py no longer has
     "bool8", "int0", "uint0", "str0", "bytes0", "void0", "object0")
-REMOVED_NAMES = "|".join(sorted(NUMPY_REMOVED, key=len, reverse=True))
+_REMOVED_NAMES = "|".join(sorted(NUMPY_REMOVED, key=len, reverse=True))
 REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
-                         r"'(?:" + REMOVED_NAMES + r")'|cannot import name '(?:" + REMOVED_NAMES
-                         + r")' from 'numpy'")
+                     r"'(?:" + _REMOVED_NAMES + r")'|cannot import name '(?:" + _REMOVED_NAMES
+                     + r")' from 'numpy'")
 # A module compiled against NumPy 1.x under NumPy 2: its own import_array (NumPy 1.x's generated __multiarray_api.h)
 # raises "numpy.core.multiarray failed to import" or "_ARRAY_API not found", after NumPy 2's warning
 # (numpy/core/_multiarray_umath.py): the module importing numpy is to blame.
@@ -77,8 +78,3 @@ def importer(tb: Traceback) -> str:
     if inits:
         return inits[-1].split(".")[0]  # "init pyarrow.lib": the distribution is pyarrow
     return next((p for p in reversed(tb.packages) if p not in ("numpy", "np")), "")
-
-
-def _event(tb: Traceback, kind: str, cause: str, confidence: float, title: str, explanation: str, fix: str,
-           source: str, library: str) -> Event:
-    return Event(kind, cause, confidence, title, explanation, fix, tb.file, tb.line, tb.text, source, library)

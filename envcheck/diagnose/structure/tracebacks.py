@@ -10,6 +10,7 @@ from envcheck.diagnose.structure import numpy_api
 from envcheck.diagnose.structure.build import DS_OPS
 from envcheck.diagnose.structure.compiler import first_error
 from envcheck.diagnose.structure.model import Event, Line
+from envcheck.diagnose.structure.model import event_at as _event
 from envcheck.diagnose.symbols import package_of
 
 HEADER = "Traceback (most recent call last):"
@@ -299,11 +300,6 @@ def _another_release(tb: Traceback, sub: re.Match[str], message: str) -> bool:
     if not tb.paths:
         return True
     return bool(_INSTALLED.search(tb.paths[-1])) and not _UNPICKLING.search(tb.paths[-1])
-
-
-def _event(tb: Traceback, kind: str, cause: str, confidence: float, title: str, explanation: str, fix: str,
-           source: str, library: str) -> Event:
-    return Event(kind, cause, confidence, title, explanation, fix, tb.file, tb.line, tb.text, source, library)
 
 
 def _in_deepspeed_setup(tb: Traceback) -> bool:
