@@ -84,6 +84,27 @@ def test_a_headless_traceback_is_read_after_a_byte_order_mark(tmp_path: Path) ->
     assert _primary(tmp_path, "\ufeff" + HEADLESS) == ("deepspeed_build_failure", "dc")
 
 
+# A wait on another rank's build lock that the user stopped (mined/review-revE-07.log): a stop, not a failed build.
+INTERRUPTED_WAIT = ('  File "/opt/conda/lib/python3.10/site-packages/deepspeed/ops/op_builder/builder.py", line 523, in '
+                    'jit_load\n    op_module = load(name=self.name,\n'
+                    '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py", line 1523, in '
+                    '_jit_compile\n    baton.wait()\n'
+                    '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/file_baton.py", line 42, in wait\n'
+                    "    time.sleep(self.wait_seconds)\nKeyboardInterrupt")
+
+
+@pytest.mark.parametrize("ending", ["\n", ""])
+def test_a_last_line_without_its_newline_is_read_with_the_lines_before_it(tmp_path: Path, ending: str) -> None:
+    """A paste saved without its final newline: the exception line of a headless traceback stays in its block (it
+    was read alone, and the frames of DeepSpeed's JIT build without it read as a build cut off)."""
+    assert _primary(tmp_path, INTERRUPTED_WAIT + ending) is None
+    assert _primary(tmp_path, HEADLESS.rstrip("\n") + ending) == ("deepspeed_build_failure", "dc")
+    path = tmp_path / "sized.log"
+    path.write_text(INTERRUPTED_WAIT + ending, encoding="utf-8")
+    result = _scan(path)
+    assert result.bytes_read == path.stat().st_size and result.lines == INTERRUPTED_WAIT.count("\n") + 1
+
+
 @pytest.mark.parametrize("stack", [
     # traceback.print_stack(): frames with no header, then the program goes on
     'DEBUG who calls save():\n  File "/home/u/train.py", line 10, in <module>\n    main()\n'

@@ -77,7 +77,7 @@ def read_blocks(log: OpenedLog, scanner: Blocks, progress: Progress | None, size
             progress(log.name, log.position(), log.size)
     if held or carry:
         scanner.block(plain(held + carry) + (b"\n" if carry else b""), complete=True)
-    return read
+    return read - log.appended
 
 
 def _reach(chunk: bytes, first: int) -> int:

@@ -43,6 +43,7 @@ class OpenedLog:
 
     def __init__(self, name: str, raw: BinaryIO, size: int | None, owned: bool) -> None:
         self.name, self.size = name, size
+        self.appended = 0  # a newline chunks() added at the end of a log that lacks one
         self._raw, self._owned = raw, owned
         head = _read_head(raw, name)
         self.compressed = head.startswith(_GZIP_MAGIC)
@@ -62,22 +63,33 @@ class OpenedLog:
     def chunks(self, size: int) -> Iterator[bytes]:
         """The first chunk holds the sniffed head and what follows it up to FIRST_CHUNK: a traceback that starts in
         the head and ends after it is in one chunk (a pasted log is one chunk), and the copy that joins them stays
-        small."""
-        rest = b""
-        if len(self._first) >= HEAD and min(size, FIRST_CHUNK) > len(self._first):
+        small. A read that comes back short is the log's last (buffered reads fill up to EOF): it ends at a line end,
+        so that a paste saved without its last newline has its last line read with the lines before it."""
+        rest, want = b"", min(size, FIRST_CHUNK) - len(self._first)
+        ended = len(self._first) < HEAD  # the head's read came back short: the whole log is in it
+        if not ended and want > 0:
             try:
-                rest = self._stream.read(min(size, FIRST_CHUNK) - len(self._first))  # type: ignore[attr-defined]
+                rest = self._stream.read(want)  # type: ignore[attr-defined]
             except (OSError, EOFError, zlib.error) as error:
                 raise LogInputError(f"{self.name}: cannot read: {error}") from None
-        yield self._first + rest
-        while True:
+            ended = len(rest) < want
+        yield self._last(self._first + rest) if ended else self._first + rest
+        while not ended:
             try:
                 data = self._stream.read(size)  # type: ignore[attr-defined]
             except (OSError, EOFError, zlib.error) as error:
                 raise LogInputError(f"{self.name}: cannot read: {error}") from None
             if not data:
                 return
-            yield data
+            ended = len(data) < size
+            yield self._last(data) if ended else data
+
+    def _last(self, data: bytes) -> bytes:
+        """DATA, the log's last bytes, ending with a newline (`appended` counts one added, not read)."""
+        if data.endswith(b"\n"):
+            return data
+        self.appended = 1
+        return data + b"\n"
 
     def close(self) -> None:
         if self._owned:
