@@ -49,7 +49,6 @@ MISSES = {
     "f2021": ("unknown", "a matplotlib release shown only as an attribute error"),
     "f2609": ("unknown", "TensorFlow 1.x's INFO line for libcuda.so.1 alone: it goes on without a GPU (SIG278 reads "
               "only the libraries it stops without)"),
-    "f2620": ("unknown", "R torch's GLIBCXX line wrapped in two at 'not found' by the paste"),
     "f2814": ("unknown", "a training platform's own 'Exception type: OOM ... return code is -9' report, whose source "
               "could not be read"),
     "f2964": ("unknown", "joblib's ENOSPC warning for its semaphore probe (it goes on in serial mode, as mined shm2-16) "
@@ -59,10 +58,8 @@ MISSES = {
     "f3114": ("unknown", "'No module named keras.engine' only as the next line of transformers' 'Failed to import ...' "
               "wrapper, in a ComfyUI node's report without a traceback"),
     "f3209": ("unknown", "a remote-code tokenizer's 'object has no attribute' (an object's attribute) and a version in prose"),
-    "f3302": ("unknown", "XLA's 'Resource exhausted: Out of memory while trying to allocate' wrapped in two by the paste"),
     "f3306": ("segfault_abi_mismatch", "libcublas.so.11's symbol versions not in the libcublasLt.so.11 loaded: read as "
               "a library built against another copy (the collector read two cuBLAS releases: a version conflict)"),
-    "f3309": ("unknown", "cuDF's 'undefined symbol' wrapped onto the line after its library's path"),
     "f3314": ("unknown", "TensorRT's engine build: a [W] line that the GPU memory could not be allocated, then 'Could not "
               "find any implementation' (TensorRT's skipped tactics are no cause: mined review-revN)"),
     "f3320": ("unknown", "Dask's nanny restarting a worker over its memory budget (a review's counter-example: Dask "
@@ -77,7 +74,6 @@ MISSES = {
     "f3658": ("unknown", "the same HugeCTR report on a single node in a container"),
     "f3700": ("unknown", "a DeepSpeed op's nvcc command cut before its name and its error, then gcc 7's instantiation notes"),
     "f3856": ("unknown", "peft against bitsandbytes shown only as an object's missing attribute"),
-    "f3866": ("unknown", "pip's 'Cannot install ... conflicting dependencies' wrapped over four lines by the paste"),
     "f3869": ("unknown", "accelerate's object without deepspeed_engine_wrapped (an object's attribute)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),

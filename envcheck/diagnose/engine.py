@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Callable
 
 from envcheck.checks.model import Finding
-from envcheck.diagnose import exitcodes, kernel, window
+from envcheck.diagnose import exitcodes, kernel, unwrap, window
 from envcheck.diagnose.combine import combine
 from envcheck.diagnose.model import Diagnosis, Evidence, Ignored, ScanResult, Skipped
 from envcheck.diagnose.scan import Matcher, Progress, scan
-from envcheck.diagnose.source import open_log
+from envcheck.diagnose.source import OpenedLog, open_log
 from envcheck.diagnose.structure import events as structure
 from envcheck.errors import UsageError
 
@@ -45,7 +46,24 @@ def diagnose(request: Request, progress: Progress | None = None,
     signatures = {s.id: s for s in matrix.signatures}
     skipped: list[Skipped] = []
 
-    result = _scan(request.logs, Matcher(matrix.signatures), progress) if request.logs else None
+    matcher = Matcher(matrix.signatures)
+    result = _scan(request.logs, matcher, progress) if request.logs else None
+    findings = _findings(request, matrix, capture, skipped)
+    diagnosis = _judge(request, signatures, result, findings, list(skipped))
+    if not diagnosis.causes and result is not None:
+        # nothing matched the log as it is: a paste whose long lines were wrapped may match once they are joined
+        wrapped = _scan_unwrapped(request.logs, matcher)
+        if wrapped is not None:
+            second = _judge(request, signatures, wrapped[0], findings, list(skipped))
+            if second.causes and second.causes[0].confidence >= unwrap.MIN_CONFIDENCE:
+                return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines,
+                               joined_lines=wrapped[1])
+    return diagnosis
+
+
+def _judge(request: Request, signatures: dict, result: ScanResult | None, findings: tuple[Finding, ...],
+           skipped: list[Skipped]) -> Diagnosis:
+    """The causes of one scan of the logs, with the kernel's events and a core of the run's window."""
     exit_info, log_pids = _exit_and_pids(request.exit_code, result)
 
     structured, parsed = structure.analyse(list(result.excerpt), list(result.blocks), dict(result.ends),
@@ -87,7 +105,6 @@ def diagnose(request: Request, progress: Progress | None = None,
     if core_report and exit_info is None and core_report.signal:
         exit_info = exitcodes.ExitInfo(None, core_report.signal, f"the core says: {core_report.signal}")
 
-    findings = _findings(request, matrix, capture, skipped)
     causes = combine(result, signatures, exit_info, events, core_report, log_pids | run.pids, findings,
                      tuple(structured))
     first = structure.first_error(list(result.excerpt), parsed) if result else None
@@ -96,6 +113,34 @@ def diagnose(request: Request, progress: Progress | None = None,
         exit_info.meaning if exit_info else None, result.files if result else (), result.bytes_read if result else 0,
         result.lines if result else 0, Evidence("log", first.number, first.text, first.file) if first else None,
         tuple(skipped), run, ignored)
+
+
+def _scan_unwrapped(paths: tuple[str, ...], matcher: Matcher) -> tuple[ScanResult, int] | None:
+    """The logs scanned with their wrapped lines joined (unwrap.py) and how many were joined; None when no line was
+    joined, the logs are longer than a paste, or one is standard input (read once)."""
+    if "-" in paths:
+        return None
+    opened, joined, total = [], 0, 0
+    for path in paths:
+        with open_log(path) as log:
+            pieces = []
+            for chunk in log.chunks(unwrap.LIMIT):
+                total += len(chunk)
+                if total > unwrap.LIMIT:
+                    return None
+                pieces.append(chunk)
+            name = log.name
+        data, count = unwrap.unwrapped(b"".join(pieces))
+        joined += count
+        opened.append((name, data))
+    if not joined:
+        return None
+    logs = [OpenedLog(name, io.BytesIO(data), len(data), owned=True) for name, data in opened]
+    try:
+        return scan(logs, matcher, None), joined
+    finally:
+        for log in logs:
+            log.close()
 
 
 def _scan(paths: tuple[str, ...], matcher: Matcher, progress: Progress | None) -> ScanResult:

@@ -133,3 +133,4 @@ class Diagnosis:
     skipped: tuple[Skipped, ...] = ()
     window: RunWindow | None = None
     ignored: tuple[Ignored, ...] = ()
+    joined_lines: int = 0  # wrapped lines of a paste joined to the line before them to read it (unwrap.py)

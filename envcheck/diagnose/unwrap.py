@@ -1,0 +1,71 @@
+"""A paste whose long lines were wrapped (a terminal's or a mail's width, an issue editor's): the lines joined again.
+
+Why: a message the paste broke in two ("version `GLIBCXX_3.4.20'" / "not found (required by ...)", "Resource
+exhausted: Out" / "of memory while trying to allocate") matches no rule in either half. The engine reads a log this
+way only when nothing matched the log as it is (engine.py), so a rule that matched before cannot be lost.
+
+A line continues the one before it when it starts with a lower-case letter (after a launcher's prefix and any
+indentation) and the line before is long (a wrap happens at a width), ends no sentence, and is no traceback frame or
+warning, whose next line is source code. A hard wrap at a fixed width (several lines exactly as long as the longest) cuts anywhere, inside a word
+too: the line after one of that width continues it, whatever it starts with (but a traceback's header or frame), and
+the lower-case line after one of a console's usual widths; both joined as they were cut. The joined line keeps its number and the continuation leaves a blank line, so
+every other line keeps its number.
+"""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.diagnose.prefixes import unprefixed
+
+# The joined view may find a rule's message, never a last-resort guess from the line a paste ends at (structure/risk.py:
+# joining a log's last line to the warning before it makes the warning its end).
+MIN_CONFIDENCE = 0.5
+LIMIT = 1024 * 1024  # a paste: a longer log is a program's own output, which no paste wrapped
+MIN_WIDTH = 60  # the shortest line taken for a wrapped one (terminals and editors wrap at 80 or more)
+# Code and frames under a frame line (CPython's `  File "x.py", line 3, in f`, Java's and Node's `at ...`)
+_FRAME = re.compile(rb'^\s*(?:File "|at )')
+# a warning's line (warnings.showwarning: "<file>:<line>: <category>: <message>"), whose next line is the source
+_WARNING = re.compile(rb":\d+: \w*Warning: ")
+# Python statements, which a traceback prints under each frame and a warning under its line
+_STATEMENT = re.compile(rb"^(?:return|raise|from|import|if|for|while|with|assert|yield|await|del|elif|else)\b")
+_LOWER = re.compile(rb"^[a-z]")
+# lines that start something whatever comes before them: a traceback and its frames
+_START = re.compile(rb'^(?:Traceback \(most recent call last\)|File "[^"]+", line \d)')
+# Terminal widths a console cuts its lines at (the defaults of xterm and Windows' console, 80 and 120, and the
+# widths people set): a line of exactly such a length was most likely cut there, even alone.
+_WIDTHS = (80, 100, 120, 132, 160, 200)
+
+
+def unwrapped(data: bytes) -> tuple[bytes, int]:
+    """DATA with each wrapped line joined to the line before it, and how many were joined (0: DATA unchanged)."""
+    lines = data.replace(b"\r\n", b"\n").split(b"\n")
+    width = _hard_width(lines)
+    out: list[bytes] = []
+    head, last = -1, b""  # the index in OUT of the line the next continuation would join; its last piece as printed
+    joined = 0
+    for line in lines:
+        body = unprefixed(line).strip()
+        previous = out[head] if head >= 0 else b""
+        lower = bool(_LOWER.match(body))
+        # cut at the width, maybe inside a word: joined as it was cut
+        hard = len(last) >= MIN_WIDTH and (len(last) == width or lower and len(last) in _WIDTHS)
+        if body and not _START.match(body) and (
+                hard or lower and not _STATEMENT.match(body) and len(last.rstrip()) >= MIN_WIDTH
+                and not _FRAME.match(unprefixed(previous)) and not _WARNING.search(last)
+                and not last.rstrip().endswith((b".", b"!", b"?"))):
+            out[head] = previous + unprefixed(line).lstrip(b"\t") if hard else previous.rstrip() + b" " + body
+            out.append(b"")
+            joined += 1
+            last = line
+            continue
+        out.append(line)
+        head, last = len(out) - 1, line
+    return (b"\n".join(out), joined) if joined else (data, 0)
+
+
+def _hard_width(lines: list[bytes]) -> int:
+    """The width a paste was hard-wrapped at: the longest line's length when at least three lines have it (0 when
+    none has)."""
+    width = max((len(line) for line in lines), default=0)
+    return width if width >= MIN_WIDTH and sum(1 for line in lines if len(line) == width) >= 3 else 0

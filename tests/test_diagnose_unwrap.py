@@ -1,0 +1,107 @@
+"""A paste whose long lines were wrapped (unwrap.py): read again with them joined, only when nothing matched as it is.
+
+The evident logs f2620, f3302, f3309 and f3866 are such pastes (test_diagnose_evident.py keeps their causes); here
+the joining itself, and the corpus's dev logs wrapped the way consoles wrap them."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from envcheck.diagnose.engine import Request, diagnose
+from envcheck.diagnose.render import to_dict
+from envcheck.diagnose.unwrap import unwrapped
+
+CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
+
+# R's torch on an old libstdc++ (evident f2620): the loader's line wrapped before "not found"
+GLIBCXX = (b"Error in dyn.load(lib): /home/R/x86_64-pc-linux-gnu-library/4.1/torch/lib/liblantern.so - /lib64/libstdc++.so.6: "
+           b"version `GLIBCXX_3.4.20'\nnot found (required by /home/R/x86_64-pc-linux-gnu-library/4.1/torch/lib/"
+           b"liblantern.so)\nExecution halted\n")
+
+
+def _diagnose(tmp_path: Path, data: bytes):
+    path = tmp_path / "paste.log"
+    path.write_bytes(data)
+    return diagnose(Request(logs=(str(path),), system=False))
+
+
+def test_a_lower_case_line_after_a_long_one_continues_it_and_the_numbers_stay() -> None:
+    data, joined = unwrapped(GLIBCXX)
+    lines = data.split(b"\n")
+    assert joined == 1 and len(lines) == len(GLIBCXX.split(b"\n"))
+    assert lines[0].endswith(b"version `GLIBCXX_3.4.20' not found (required by /home/R/x86_64-pc-linux-gnu-library"
+                             b"/4.1/torch/lib/liblantern.so)")
+    assert lines[1] == b"" and lines[2] == b"Execution halted"
+
+
+@pytest.mark.parametrize("text", [
+    # a traceback's source lines under its frames, and a warning's
+    b'Traceback (most recent call last):\n  File "/opt/venv/lib/python3.10/site-packages/deepspeed/ops/op_builder/'
+    b'builder.py", line 523, in jit_load\n    op_module = load(name=self.name,\nKeyboardInterrupt\n',
+    b"/opt/venv/lib/python3.10/site-packages/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will "
+    b"create 8 worker processes\n  warnings.warn(_create_warning_msg(\n",
+    # short lines: nothing was wrapped
+    b"step 1 loss 0.5\nstep 2 loss 0.4\nsaving checkpoint\n",
+    # a Slurm line of exactly 100 characters, then a traceback's header (mined/review-revQ-06.log)
+    b"slurmstepd: error: *** JOB 4242 ON gpu-node07 CANCELLED AT 2024-05-01T10:00:00 DUE TO TIME LIMIT ***\n"
+    b"Traceback (most recent call last):\n",
+])
+def test_code_short_lines_and_what_starts_a_traceback_are_not_joined(text: bytes) -> None:
+    assert unwrapped(text) == (text, 0)
+
+
+def test_a_hard_wrap_inside_a_word_is_joined_as_it_was_cut() -> None:
+    line = b"./gst: error while loading shared libraries: libcublasLt.so.12: cannot open shared object file: No such file or directory"
+    data, joined = unwrapped(line[:120] + b"\n" + line[120:] + b"\n")
+    assert joined == 1 and data.split(b"\n")[0] == line
+
+
+def test_a_wrapped_paste_is_read_joined_and_says_so(tmp_path: Path) -> None:
+    result = _diagnose(tmp_path, GLIBCXX)
+    assert result.causes[0].cause == "segfault_abi_mismatch" and result.causes[0].library == "liblantern"
+    assert result.joined_lines == 1 and result.lines == 3
+    assert result.causes[0].evidence[0].line == 1
+    assert json.loads(json.dumps(to_dict(result)))["scanned"]["joined_lines"] == 1
+
+
+def test_a_log_that_reads_a_cause_as_it_is_is_not_read_again(tmp_path: Path) -> None:
+    data = (b"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.35 GiB total capacity; 75.1 GiB "
+            b"already allocated)\nof the run, then a lower-case line that a join would glue to it\n")
+    result = _diagnose(tmp_path, data)
+    assert result.causes[0].cause == "gpu_oom" and result.joined_lines == 0
+
+
+def _wrap(text: str, width: int) -> str:
+    out = []
+    for line in text.splitlines():
+        while len(line) > width:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize(("width", "floor", "before"), [(80, 419, 304), (120, 295, 264)])
+def test_dev_logs_wrapped_as_consoles_wrap_them_keep_their_cause(tmp_path: Path, width: int, floor: int,
+                                                                before: int) -> None:
+    """Every dev log that reads right and has a line longer than WIDTH, cut at WIDTH columns (as a console copies
+    it): FLOOR keep their cause (of 439 at 80 columns, 299 at 120; BEFORE did without the joining)."""
+    with open(CORPUS / "labels.toml", "rb") as handle:
+        logs = [e for e in tomllib.load(handle)["log"] if e["split"] == "dev"]
+    kept = tried = 0
+    for entry in logs:
+        path = CORPUS / entry["file"]
+        text = path.read_text(encoding="utf-8")
+        if max(map(len, text.splitlines()), default=0) <= width:
+            continue
+        causes = diagnose(Request(logs=(str(path),), system=False)).causes
+        if not causes or causes[0].cause != entry["cause"]:
+            continue
+        tried += 1
+        wrapped = _diagnose(tmp_path, _wrap(text, width).encode()).causes
+        kept += bool(wrapped) and wrapped[0].cause == entry["cause"]
+    assert tried >= floor and kept >= floor, (kept, tried)
