@@ -29,7 +29,7 @@ def test_a_log_saved_with_windows_line_ends_reads_the_same(tmp_path: Path, log_i
 
 
 @pytest.mark.parametrize("prefix", ["    ", "\t", "> "])
-@pytest.mark.parametrize("log_id", ["c063", "c230", "c059", "c266"])
+@pytest.mark.parametrize("log_id", ["c063", "c230", "c059", "c266", "c1285"])  # c1285: DeepSpeed install.sh's ERR trap
 def test_a_log_indented_or_quoted_in_an_issue_reads_the_same(tmp_path: Path, log_id: str, prefix: str) -> None:
     log = tmp_path / "pasted.log"
     log.write_text("".join(prefix + line + "\n" for line in _lines(log_id)), encoding="utf-8")

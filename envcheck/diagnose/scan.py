@@ -220,14 +220,15 @@ class _Scanner:
     def _rules(self, present: list[bytes], number: int, line: bytes) -> None:
         """The rules of the anchors PRESENT in LINE meet their full pattern."""
         matched: set[str] = set()
-        bare: bytes | None = None  # the line without launchers' prefixes, for the rules anchored at its start
+        bare: bytes | None = None  # the line without launchers' prefixes and indentation (a Markdown code block's four
+        # spaces, pip's indented build output), for the rules anchored at its start
         for literal in present:
             for rule in self.m.by_anchor.get(literal, ()):
                 if rule.id in matched:
                     continue
                 found = rule.regex.search(line)
                 if not found and rule.id in self.m.at_start:
-                    bare = unprefixed(line) if bare is None else bare
+                    bare = unprefixed(line).lstrip(b" \t") if bare is None else bare
                     found = bare is not line and rule.regex.search(bare)
                 if found:
                     matched.add(rule.id)
