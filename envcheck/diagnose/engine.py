@@ -9,15 +9,19 @@ from datetime import datetime
 from typing import Callable
 
 from envcheck.checks.model import Finding
-from envcheck.diagnose import exitcodes, kernel, unwrap, window
+from envcheck.diagnose import exitcodes, kernel, pasted, window
 from envcheck.diagnose.combine import combine
 from envcheck.diagnose.model import Diagnosis, Evidence, Ignored, ScanResult, Skipped
 from envcheck.diagnose.scan import Matcher, Progress, scan
 from envcheck.diagnose.source import OpenedLog, open_log
 from envcheck.diagnose.structure import events as structure
+from envcheck.diagnose.structure import risk, unfinished
 from envcheck.errors import UsageError
 
 _CRASH_SIGNALS = {"SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE"}
+# The repaired view may find a rule's message, never a last-resort guess from the line a paste ends at (a warning,
+# a build's lines): joining a log's last line to the warning before it makes the warning its end.
+_GUESS = max(risk.CONFIDENCE, unfinished.CONFIDENCE)
 
 
 @dataclass(frozen=True)
@@ -51,13 +55,13 @@ def diagnose(request: Request, progress: Progress | None = None,
     findings = _findings(request, matrix, capture, skipped)
     diagnosis = _judge(request, signatures, result, findings, list(skipped))
     if not diagnosis.causes and result is not None:
-        # nothing matched the log as it is: a paste whose long lines were wrapped may match once they are joined
-        wrapped = _scan_unwrapped(request.logs, matcher)
-        if wrapped is not None:
-            second = _judge(request, signatures, wrapped[0], findings, list(skipped))
-            if second.causes and second.causes[0].confidence >= unwrap.MIN_CONFIDENCE:
+        # nothing matched the log as it is: a paste may match once what pasting did is undone (pasted.py)
+        again = _scan_repaired(request.logs, matcher)
+        if again is not None:
+            second = _judge(request, signatures, again[0], findings, list(skipped))
+            if second.causes and second.causes[0].confidence > _GUESS:
                 return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines,
-                               joined_lines=wrapped[1])
+                               joined_lines=again[1], repaired=again[2])
     return diagnosis
 
 
@@ -115,29 +119,30 @@ def _judge(request: Request, signatures: dict, result: ScanResult | None, findin
         tuple(skipped), run, ignored)
 
 
-def _scan_unwrapped(paths: tuple[str, ...], matcher: Matcher) -> tuple[ScanResult, int] | None:
-    """The logs scanned with their wrapped lines joined (unwrap.py) and how many were joined; None when no line was
-    joined, the logs are longer than a paste, or one is standard input (read once)."""
+def _scan_repaired(paths: tuple[str, ...], matcher: Matcher) -> tuple[ScanResult, int, tuple[str, ...]] | None:
+    """The logs scanned with what pasting did undone (pasted.py), the wrapped lines joined and what else was undone;
+    None when nothing was, the logs are longer than a paste, or one is standard input (read once)."""
     if "-" in paths:
         return None
-    opened, joined, total = [], 0, 0
+    opened, joined, undone, total = [], 0, set(), 0
     for path in paths:
         with open_log(path) as log:
             pieces = []
-            for chunk in log.chunks(unwrap.LIMIT):
+            for chunk in log.chunks(pasted.LIMIT):
                 total += len(chunk)
-                if total > unwrap.LIMIT:
+                if total > pasted.LIMIT:
                     return None
                 pieces.append(chunk)
             name = log.name
-        data, count = unwrap.unwrapped(b"".join(pieces))
+        data, count, what = pasted.repaired(b"".join(pieces))
         joined += count
+        undone.update(what)
         opened.append((name, data))
-    if not joined:
+    if not joined and not undone:
         return None
     logs = [OpenedLog(name, io.BytesIO(data), len(data), owned=True) for name, data in opened]
     try:
-        return scan(logs, matcher, None), joined
+        return scan(logs, matcher, None), joined, tuple(sorted(undone))
     finally:
         for log in logs:
             log.close()

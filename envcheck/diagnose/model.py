@@ -133,4 +133,5 @@ class Diagnosis:
     skipped: tuple[Skipped, ...] = ()
     window: RunWindow | None = None
     ignored: tuple[Ignored, ...] = ()
-    joined_lines: int = 0  # wrapped lines of a paste joined to the line before them to read it (unwrap.py)
+    joined_lines: int = 0  # wrapped lines of a paste joined to the line before them to read it (pasted.py)
+    repaired: tuple[str, ...] = ()  # what else pasting did that was undone to read it (pasted.py)

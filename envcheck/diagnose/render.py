@@ -16,7 +16,8 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "exit_meaning": d.exit_meaning,
         "first_exception": None if d.first_exception is None else
         {"file": d.first_exception.file, "line": d.first_exception.line, "text": d.first_exception.text},
-        "scanned": {"files": list(d.scanned), "bytes": d.bytes_read, "lines": d.lines, "joined_lines": d.joined_lines},
+        "scanned": {"files": list(d.scanned), "bytes": d.bytes_read, "lines": d.lines, "joined_lines": d.joined_lines,
+                    "repaired": list(d.repaired)},
         "skipped": [{"source": s.source, "reason": s.reason} for s in d.skipped],
         "window": _window(d.window),
         "ignored": [_ignored(i) for i in d.ignored],
@@ -80,7 +81,8 @@ def to_text(d: Diagnosis) -> str:
         out.append(f"ignored: {i.detail}")
     if d.scanned:
         out.append(f"\nscanned {len(d.scanned)} file(s), {d.lines} lines, {d.bytes_read / 1e6:.1f} MB")
-        if d.joined_lines:
-            out.append(f"  read with {d.joined_lines} wrapped line(s) joined to the line before: nothing matched the "
-                       "lines as they are")
+        undone = ([f"{d.joined_lines} wrapped line(s) joined to the line before"] if d.joined_lines else []) + list(
+            d.repaired)
+        if undone:
+            out.append(f"  read again, as nothing matched the lines as they are: {'; '.join(undone)}")
     return "\n".join(out).lstrip("\n") + "\n"

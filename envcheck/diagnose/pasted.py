@@ -1,15 +1,19 @@
-"""A paste whose long lines were wrapped (a terminal's or a mail's width, an issue editor's): the lines joined again.
+"""What pasting did to a log, undone: long lines wrapped, colour codes that lost their escape, typographic characters.
 
-Why: a message the paste broke in two ("version `GLIBCXX_3.4.20'" / "not found (required by ...)", "Resource
-exhausted: Out" / "of memory while trying to allocate") matches no rule in either half. The engine reads a log this
-way only when nothing matched the log as it is (engine.py), so a rule that matched before cannot be lost.
+Why: a message a paste broke in two ("version `GLIBCXX_3.4.20'" / "not found (required by ...)", "Resource
+exhausted: Out" / "of memory while trying to allocate") matches no rule in either half; nor does a line that a colour
+code without its ESC ("[31m", Windows' "←[31m") now starts, or whose spaces a rich-text editor made non-breaking or
+whose quotes it curled. The engine reads a log this way only when nothing matched the log as it is (engine.py), so a
+rule that matched before cannot be lost, and the scan of every log pays nothing for it.
 
 A line continues the one before it when it starts with a lower-case letter (after a launcher's prefix and any
 indentation) and the line before is long (a wrap happens at a width), ends no sentence, and is no traceback frame or
-warning, whose next line is source code. A hard wrap at a fixed width (several lines exactly as long as the longest) cuts anywhere, inside a word
-too: the line after one of that width continues it, whatever it starts with (but a traceback's header or frame), and
-the lower-case line after one of a console's usual widths; both joined as they were cut. The joined line keeps its number and the continuation leaves a blank line, so
-every other line keeps its number.
+warning, whose next line is source code. A hard wrap at a fixed width (several lines exactly as long as the longest)
+cuts anywhere, inside a word too: the line after one of that width continues it, whatever it starts with (but a
+traceback's header or frame), and so does the lower-case line after one of a console's usual widths; both are joined
+as they were cut. A line that starts at the margin with the first 12 characters of the line before is the next
+record of a program's output (NCCL's lines of one process), never a continuation. The joined line keeps its number
+and the continuation leaves a blank line, so every other line keeps its number.
 """
 
 from __future__ import annotations
@@ -18,9 +22,6 @@ import re
 
 from envcheck.diagnose.prefixes import unprefixed
 
-# The joined view may find a rule's message, never a last-resort guess from the line a paste ends at (structure/risk.py:
-# joining a log's last line to the warning before it makes the warning its end).
-MIN_CONFIDENCE = 0.5
 LIMIT = 1024 * 1024  # a paste: a longer log is a program's own output, which no paste wrapped
 MIN_WIDTH = 60  # the shortest line taken for a wrapped one (terminals and editors wrap at 80 or more)
 # Code and frames under a frame line (CPython's `  File "x.py", line 3, in f`, Java's and Node's `at ...`)
@@ -37,6 +38,28 @@ _START = re.compile(rb'^(?:Traceback \(most recent call last\)|File "[^"]+", lin
 _WIDTHS = (80, 100, 120, 132, 160, 200)
 
 
+# ECMA-48 SGR and erase-line codes whose ESC a paste lost (GitHub keeps "[0m", Windows' console copies ESC as "←"):
+# digits before m (a bare "[m" is an index as often), or K as gcc's colours end with (not "[K]")
+_LOST_ESCAPES = re.compile(rb"(?:\xe2\x86\x90)?\[(?:\d{1,3}(?:;\d{1,3})*m|\d{0,3}K(?!\]))")
+_TYPOGRAPHIC = ((b"\xc2\xa0", b" "), (b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", b"'"), (b"\xe2\x80\x9c", b'"'),
+                (b"\xe2\x80\x9d", b'"'))  # no-break space; curled single and double quotes
+
+
+def repaired(data: bytes) -> tuple[bytes, int, tuple[str, ...]]:
+    """DATA with what a paste did undone, how many wrapped lines were joined, and what else was undone."""
+    undone = []
+    cleaned = _LOST_ESCAPES.sub(b"", data)
+    if cleaned != data:
+        undone.append("colour codes without their escape removed")
+    typographic = cleaned
+    for old, new in _TYPOGRAPHIC:
+        typographic = typographic.replace(old, new)
+    if typographic != cleaned:
+        undone.append("no-break spaces and curled quotes made plain")
+    joined_data, joined = unwrapped(typographic)
+    return joined_data, joined, tuple(undone)
+
+
 def unwrapped(data: bytes) -> tuple[bytes, int]:
     """DATA with each wrapped line joined to the line before it, and how many were joined (0: DATA unchanged)."""
     lines = data.replace(b"\r\n", b"\n").split(b"\n")
@@ -50,7 +73,10 @@ def unwrapped(data: bytes) -> tuple[bytes, int]:
         lower = bool(_LOWER.match(body))
         # cut at the width, maybe inside a word: joined as it was cut
         hard = len(last) >= MIN_WIDTH and (len(last) == width or lower and len(last) in _WIDTHS)
-        if body and not _START.match(body) and (
+        # a line that starts where and as the one before it did is the next record of a program's output, not its
+        # rest (an indented one is a hanging indent: pip's wrapped list of versions)
+        record = not unprefixed(line)[:1].isspace() and body[:12] == unprefixed(last).strip()[:12]
+        if body and not _START.match(body) and not record and (
                 hard or lower and not _STATEMENT.match(body) and len(last.rstrip()) >= MIN_WIDTH
                 and not _FRAME.match(unprefixed(previous)) and not _WARNING.search(last)
                 and not last.rstrip().endswith((b".", b"!", b"?"))):

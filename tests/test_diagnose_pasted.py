@@ -1,4 +1,4 @@
-"""A paste whose long lines were wrapped (unwrap.py): read again with them joined, only when nothing matched as it is.
+"""A paste whose long lines were wrapped (pasted.py): read again with them joined, only when nothing matched as it is.
 
 The evident logs f2620, f3302, f3309 and f3866 are such pastes (test_diagnose_evident.py keeps their causes); here
 the joining itself, and the corpus's dev logs wrapped the way consoles wrap them."""
@@ -13,7 +13,7 @@ import pytest
 
 from envcheck.diagnose.engine import Request, diagnose
 from envcheck.diagnose.render import to_dict
-from envcheck.diagnose.unwrap import unwrapped
+from envcheck.diagnose.pasted import unwrapped
 
 CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
 
@@ -55,9 +55,44 @@ def test_code_short_lines_and_what_starts_a_traceback_are_not_joined(text: bytes
 
 
 def test_a_hard_wrap_inside_a_word_is_joined_as_it_was_cut() -> None:
-    line = b"./gst: error while loading shared libraries: libcublasLt.so.12: cannot open shared object file: No such file or directory"
+    line = (b"./gst: error while loading shared libraries: libcublasLt.so.12: cannot open shared object file: No such "
+            b"file or directory")
     data, joined = unwrapped(line[:120] + b"\n" + line[120:] + b"\n")
     assert joined == 1 and data.split(b"\n")[0] == line
+
+
+# NCCL's lines of one process, all as long (dev c061): the next record, not a wrapped line's rest
+NCCL_RECORDS = (b"dgxa100:1050:1315 [0] NCCL INFO Channel 13/0 : 0[90000] -> 1[1000] [send] via NET/Socket/5\n"
+                b"dgxa100:1050:1315 [0] NCCL INFO Channel 14/0 : 0[90000] -> 1[1000] [send] via NET/Socket/6\n"
+                b"dgxa100:1050:1315 [0] NCCL INFO Channel 15/0 : 0[90000] -> 1[1000] [send] via NET/Socket/7\n"
+                b"dgxa100:1050:1316 [0] NCCL INFO include/net.h:25 -> 2\n")
+
+
+def test_records_of_one_width_are_no_hard_wrap() -> None:
+    assert unwrapped(NCCL_RECORDS) == (NCCL_RECORDS, 0)
+
+
+def _dev(log_id: str) -> tuple[str, str]:
+    with open(CORPUS / "labels.toml", "rb") as handle:
+        entry = next(e for e in tomllib.load(handle)["log"] if e["id"] == log_id)
+    assert entry["split"] == "dev"  # only the dev half may shape the engine
+    return (CORPUS / entry["file"]).read_text(encoding="utf-8"), entry["cause"]
+
+
+@pytest.mark.parametrize(("log_id", "paste", "undone"), [
+    # the shell's 'Killed' under a colour code whose ESC was lost, as GitHub keeps it and Windows' console copies it
+    ("c063", lambda t: "".join(f"[1;31m{line}[0m\n" for line in t.splitlines()), "colour codes"),
+    ("c063", lambda t: "".join(f"\u2190[33m{line}\u2190[0m\n" for line in t.splitlines()), "colour codes"),
+    # NCCL's error trace with no-break spaces (a rich-text editor's), and torch's messages with curled quotes
+    ("c061", lambda t: t.replace(" ", "\u00a0"), "no-break spaces"),
+    ("c008", lambda t: t.replace("'", "\u2019").replace('"', "\u201d"), "curled quotes"),
+])
+def test_what_a_paste_did_to_a_dev_log_is_undone_and_said(tmp_path: Path, log_id: str, paste, undone: str) -> None:
+    text, cause = _dev(log_id)
+    assert _diagnose(tmp_path, text.encode()).causes[0].cause == cause
+    result = _diagnose(tmp_path, paste(text).encode())
+    assert result.causes and result.causes[0].cause == cause
+    assert any(undone in what for what in result.repaired) and result.joined_lines == 0
 
 
 def test_a_wrapped_paste_is_read_joined_and_says_so(tmp_path: Path) -> None:
@@ -85,7 +120,7 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(out) + "\n"
 
 
-@pytest.mark.parametrize(("width", "floor", "before"), [(80, 419, 304), (120, 295, 264)])
+@pytest.mark.parametrize(("width", "floor", "before"), [(80, 420, 304), (120, 295, 264)])
 def test_dev_logs_wrapped_as_consoles_wrap_them_keep_their_cause(tmp_path: Path, width: int, floor: int,
                                                                 before: int) -> None:
     """Every dev log that reads right and has a line longer than WIDTH, cut at WIDTH columns (as a console copies
