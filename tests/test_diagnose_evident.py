@@ -46,7 +46,6 @@ MISSES = {
     "f1815": ("unknown", "torchrl against another torch, shown only as an attribute error"),
     "f1919": ("unknown", "flash_attn's interface changed under the caller, shown as an attribute error"),
     "f2019": ("unknown", "an IPython release against the notebook server, shown as an ImportError of a name"),
-    "f2021": ("unknown", "a matplotlib release shown only as an attribute error"),
     "f2609": ("unknown", "TensorFlow 1.x's INFO line for libcuda.so.1 alone: it goes on without a GPU (SIG278 reads "
               "only the libraries it stops without)"),
     "f2814": ("unknown", "a training platform's own 'Exception type: OOM ... return code is -9' report, whose source "

@@ -103,7 +103,8 @@ _LOCAL_NAMES = frozenset({"utils", "util", "src", "models", "model", "data", "li
                           "google", "azure", "nvidia", "apex"})
 # torch.load / pickle finding a class of the module a checkpoint was pickled with: the pickling project's layout
 _UNPICKLING = re.compile(r"[/\\](?:serialization|pickle|_pickle)\.py$")
-_NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)'")
+# (a paste may cut the message's closing quote: "has no attribute '_make_class_factory")
+_NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)(?:'|$)")
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
 # /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
 _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
