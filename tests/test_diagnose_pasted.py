@@ -13,13 +13,14 @@ import pytest
 
 from envcheck.diagnose.engine import Request, diagnose
 from envcheck.diagnose.render import to_dict
+from envcheck.diagnose.collectors import unstamped
 from envcheck.diagnose.pasted import unwrapped
 
 CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
 
 # R's torch on an old libstdc++ (evident f2620): the loader's line wrapped before "not found"
-GLIBCXX = (b"Error in dyn.load(lib): /home/R/x86_64-pc-linux-gnu-library/4.1/torch/lib/liblantern.so - /lib64/libstdc++.so.6: "
-           b"version `GLIBCXX_3.4.20'\nnot found (required by /home/R/x86_64-pc-linux-gnu-library/4.1/torch/lib/"
+GLIBCXX = (b"Error in dyn.load(lib): /home/R/x86_64-pc-linux-gnu-library/4.1/torch/lib/liblantern.so - "
+           b"/lib64/libstdc++.so.6: version `GLIBCXX_3.4.20'\nnot found (required by /home/R/x86_64-pc-linux-gnu-library/4.1/torch/lib/"
            b"liblantern.so)\nExecution halted\n")
 
 
@@ -140,3 +141,29 @@ def test_dev_logs_wrapped_as_consoles_wrap_them_keep_their_cause(tmp_path: Path,
         wrapped = _diagnose(tmp_path, _wrap(text, width).encode()).causes
         kept += bool(wrapped) and wrapped[0].cause == entry["cause"]
     assert tried >= floor and kept >= floor, (kept, tried)
+
+
+# (a log collector's stamp before line I, the dev log): stamps that change from line to line
+STAMPS = [
+    (lambda i: f"Dec 04 01:02:{i % 60:02d} gpu-node07 python[1234]: ", "c063"),  # journalctl; the shell's Killed
+    (lambda i: f"2024-05-01T10:00:{i % 60:02d}.{i * 7919 % 10**6:06d}789Z stderr F ", "c1847"),  # CRI; a traceback
+    (lambda i: f"2024-05-01T10:00:{i % 60:02d}.{i * 7919 % 10**6:06d}789Z ", "c1847"),  # docker logs -t
+    (lambda i: f"2024-05-01 10:00:{i % 60:02d},{i * 7 % 1000:03d} - ERROR - ", "c230"),  # Python logging
+    (lambda i: f"[2024-05-01 10:00:{i % 60:02d}] ", "c941"),
+    (lambda i: f"E0501 10:00:{i % 60:02d}.{i * 7919 % 10**6:06d} 12345 main.cc:42] ", "c650"),  # glog
+]
+
+
+@pytest.mark.parametrize(("stamp", "log_id"), STAMPS)
+def test_a_dev_log_under_a_collectors_stamps_keeps_its_cause(tmp_path: Path, stamp, log_id: str) -> None:
+    text, cause = _dev(log_id)
+    stamped = "".join(stamp(i) + line + "\n" for i, line in enumerate(text.splitlines()))
+    result = _diagnose(tmp_path, stamped.encode())
+    assert result.causes and result.causes[0].cause == cause
+    assert any("time stamps" in what for what in result.repaired)
+
+
+def test_a_stamp_on_fewer_than_half_the_lines_stays() -> None:
+    data = b"2024-05-01 10:00:00,123 - INFO - loading\nstep 1\nstep 2\nKilled\n"
+    assert unstamped(data) == data
+    assert unstamped(b"Dec 04 01:02:03 n1 kernel: x\nDec 04 01:02:04 n1 kernel: y\n") == b"x\ny\n"

@@ -19,8 +19,9 @@ from envcheck.diagnose.structure import risk, unfinished
 from envcheck.errors import UsageError
 
 _CRASH_SIGNALS = {"SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE"}
-# The repaired view may find a rule's message, never a last-resort guess from the line a paste ends at (a warning,
-# a build's lines): joining a log's last line to the warning before it makes the warning its end.
+# Where wrapped lines were joined, the repaired view may find a rule's message, never a last-resort guess from the
+# line a paste ends at (a warning, a build's lines): joining a log's last line to the warning before it makes the
+# warning its end. Stamps taken off and characters made plain move no line.
 _GUESS = max(risk.CONFIDENCE, unfinished.CONFIDENCE)
 
 
@@ -59,7 +60,7 @@ def diagnose(request: Request, progress: Progress | None = None,
         again = _scan_repaired(request.logs, matcher)
         if again is not None:
             second = _judge(request, signatures, again[0], findings, list(skipped))
-            if second.causes and second.causes[0].confidence > _GUESS:
+            if second.causes and (second.causes[0].confidence > _GUESS or not again[1]):
                 return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines,
                                joined_lines=again[1], repaired=again[2])
     return diagnosis

@@ -1,4 +1,5 @@
-"""What pasting did to a log, undone: long lines wrapped, colour codes that lost their escape, typographic characters.
+"""What pasting did to a log, undone: long lines wrapped, colour codes that lost their escape, typographic characters
+(and what log collectors did: collectors.py).
 
 Why: a message a paste broke in two ("version `GLIBCXX_3.4.20'" / "not found (required by ...)", "Resource
 exhausted: Out" / "of memory while trying to allocate") matches no rule in either half; nor does a line that a colour
@@ -11,8 +12,9 @@ indentation) and the line before is long (a wrap happens at a width), ends no se
 warning, whose next line is source code. A hard wrap at a fixed width (several lines exactly as long as the longest)
 cuts anywhere, inside a word too: the line after one of that width continues it, whatever it starts with (but a
 traceback's header or frame), and so does the lower-case line after one of a console's usual widths; both are joined
-as they were cut. A line that starts at the margin with the first 12 characters of the line before is the next
-record of a program's output (NCCL's lines of one process), never a continuation. The joined line keeps its number
+as they were cut. A line that starts at the margin with the first 12 characters of the line before (as printed, or
+after a launcher's prefix) is the next record of a program's output (NCCL's lines of one process, a log collector's
+stamped lines), never a continuation. The joined line keeps its number
 and the continuation leaves a blank line, so every other line keeps its number.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from envcheck.diagnose.collectors import unstamped
 from envcheck.diagnose.prefixes import unprefixed
 
 LIMIT = 1024 * 1024  # a paste: a longer log is a program's own output, which no paste wrapped
@@ -56,8 +59,12 @@ def repaired(data: bytes) -> tuple[bytes, int, tuple[str, ...]]:
         typographic = typographic.replace(old, new)
     if typographic != cleaned:
         undone.append("no-break spaces and curled quotes made plain")
+    # joined before the stamps go: a console wrapped the lines with their stamps
     joined_data, joined = unwrapped(typographic)
-    return joined_data, joined, tuple(undone)
+    plain = unstamped(joined_data)
+    if plain != joined_data:
+        undone.append("log collectors' time stamps before each line taken off")
+    return plain, joined, tuple(undone)
 
 
 def unwrapped(data: bytes) -> tuple[bytes, int]:
@@ -75,7 +82,8 @@ def unwrapped(data: bytes) -> tuple[bytes, int]:
         hard = len(last) >= MIN_WIDTH and (len(last) == width or lower and len(last) in _WIDTHS)
         # a line that starts where and as the one before it did is the next record of a program's output, not its
         # rest (an indented one is a hanging indent: pip's wrapped list of versions)
-        record = not unprefixed(line)[:1].isspace() and body[:12] == unprefixed(last).strip()[:12]
+        record = not unprefixed(line)[:1].isspace() and (line[:12] == last[:12]
+                                                          or body[:12] == unprefixed(last).strip()[:12])
         if body and not _START.match(body) and not record and (
                 hard or lower and not _STATEMENT.match(body) and len(last.rstrip()) >= MIN_WIDTH
                 and not _FRAME.match(unprefixed(previous)) and not _WARNING.search(last)
