@@ -23,6 +23,9 @@ _CRASH_SIGNALS = {"SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE"}
 # line a paste ends at (a warning, a build's lines): joining a log's last line to the warning before it makes the
 # warning its end. Stamps taken off and characters made plain move no line.
 _GUESS = max(risk.CONFIDENCE, unfinished.CONFIDENCE)
+# A reading this weak or weaker (a last-resort guess, the shell's 'Aborted' after messages it did not read) is read
+# again as a paste too, and gives way to a stronger one there.
+_WEAK = 0.35
 
 
 @dataclass(frozen=True)
@@ -55,12 +58,15 @@ def diagnose(request: Request, progress: Progress | None = None,
     result = _scan(request.logs, matcher, progress) if request.logs else None
     findings = _findings(request, matrix, capture, skipped)
     diagnosis = _judge(request, signatures, result, findings, list(skipped))
-    if not diagnosis.causes and result is not None:
-        # nothing matched the log as it is: a paste may match once what pasting did is undone (pasted.py)
+    first = diagnosis.causes[0].confidence if diagnosis.causes else 0.0
+    if first <= _WEAK and result is not None:
+        # nothing matched the log as it is, or only a weak reading did: a paste may match better once what pasting
+        # did is undone (pasted.py)
         again = _scan_repaired(request.logs, matcher)
         if again is not None:
             second = _judge(request, signatures, again[0], findings, list(skipped))
-            if second.causes and (second.causes[0].confidence > _GUESS or not again[1]):
+            if second.causes and second.causes[0].confidence > first and (
+                    second.causes[0].confidence > _GUESS or not again[1]):
                 return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines,
                                joined_lines=again[1], repaired=again[2])
     return diagnosis

@@ -36,6 +36,9 @@ _STATEMENT = re.compile(rb"^(?:return|raise|from|import|if|for|while|with|assert
 _LOWER = re.compile(rb"^[a-z]")
 # lines that start something whatever comes before them: a traceback and its frames
 _START = re.compile(rb'^(?:Traceback \(most recent call last\)|File "[^"]+", line \d)')
+# How log records start, which no wrapped line's rest does: NCCL's 'host:pid:tid [rank]', a date, a level word
+_RECORD = re.compile(rb"^(?:[\w.-]+:\d+:\d+ \[\d+\] |\[?\d{4}-\d\d-\d\d[ T]\d|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)")
+_RULE = re.compile(rb"^\s*[-=*_#~+]{8,}\s*$")  # a line of dashes (Open MPI's help, pip's)
 # Terminal widths a console cuts its lines at (the defaults of xterm and Windows' console, 80 and 120, and the
 # widths people set): a line of exactly such a length was most likely cut there, even alone.
 _WIDTHS = (80, 100, 120, 132, 160, 200)
@@ -70,7 +73,7 @@ def repaired(data: bytes) -> tuple[bytes, int, tuple[str, ...]]:
 def unwrapped(data: bytes) -> tuple[bytes, int]:
     """DATA with each wrapped line joined to the line before it, and how many were joined (0: DATA unchanged)."""
     lines = data.replace(b"\r\n", b"\n").split(b"\n")
-    width = _hard_width(lines)
+    width, margin = _hard_width(lines), _margin(lines)
     out: list[bytes] = []
     head, last = -1, b""  # the index in OUT of the line the next continuation would join; its last piece as printed
     joined = 0
@@ -78,17 +81,20 @@ def unwrapped(data: bytes) -> tuple[bytes, int]:
         body = unprefixed(line).strip()
         previous = out[head] if head >= 0 else b""
         lower = bool(_LOWER.match(body))
-        # cut at the width, maybe inside a word: joined as it was cut
-        hard = len(last) >= MIN_WIDTH and (len(last) == width or lower and len(last) in _WIDTHS)
+        # cut at the width, maybe inside a word: joined as it was cut (a console's usual width: not before a capital)
+        hard = len(last) >= MIN_WIDTH and (len(last) == width or len(last) in _WIDTHS and not body[:1].isupper())
         # a line that starts where and as the one before it did is the next record of a program's output, not its
-        # rest (an indented one is a hanging indent: pip's wrapped list of versions)
-        record = not unprefixed(line)[:1].isspace() and (line[:12] == last[:12]
-                                                          or body[:12] == unprefixed(last).strip()[:12])
+        # rest (an indented one is a hanging indent: pip's wrapped list of versions); so is a line that starts as log
+        # records do, and a rule of dashes is no line to continue
+        record = (not unprefixed(line)[:1].isspace() and (line[:12] == last[:12]
+                                                           or body[:12] == unprefixed(last).strip()[:12])
+                  or bool(_RECORD.match(body)) or bool(_RULE.match(previous)))
         if body and not _START.match(body) and not record and (
                 hard or lower and not _STATEMENT.match(body) and len(last.rstrip()) >= MIN_WIDTH
                 and not _FRAME.match(unprefixed(previous)) and not _WARNING.search(last)
                 and not last.rstrip().endswith((b".", b"!", b"?"))):
-            out[head] = previous + unprefixed(line).lstrip(b"\t") if hard else previous.rstrip() + b" " + body
+            rest = line[len(margin):] if line.startswith(margin) else line  # a Markdown block's indent is no text
+            out[head] = previous + unprefixed(rest).lstrip(b"\t") if hard else previous.rstrip() + b" " + body
             out.append(b"")
             joined += 1
             last = line
@@ -96,6 +102,15 @@ def unwrapped(data: bytes) -> tuple[bytes, int]:
         out.append(line)
         head, last = len(out) - 1, line
     return (b"\n".join(out), joined) if joined else (data, 0)
+
+
+def _margin(lines: list[bytes]) -> bytes:
+    """The indentation every non-blank line starts with (a Markdown code block's four spaces), b"" when none."""
+    filled = [line for line in lines if line.strip()]
+    if not filled:
+        return b""
+    common = min(len(line) - len(line.lstrip(b" ")) for line in filled)
+    return b" " * common
 
 
 def _hard_width(lines: list[bytes]) -> int:
