@@ -14,8 +14,10 @@ The changes, each one a real way a log reaches a user's clipboard or disk:
 - colour codes without ESC: GitHub keeps '[31m' when the ESC byte is dropped; '<-[31m' as Windows' console copies it;
 - no-break spaces, curled quotes: a rich-text editor's (chat, wiki, word processor) spaces and quotes;
 - CRLF: saved on Windows;
-- journald, Python logging, docker -t, CRI, glog: a collector's or logger's stamp before every line, changing from
-  line to line (a second each, a microsecond part that changes);
+- journald, a wrapper's '[date time] ', docker -t, CRI: a collector's stamp before every line, changing from line to
+  line (a second each, a microsecond part that changes); Python logging's and glog's stamps with a level: the level
+  stays when the second reading takes a stamp off (rules leave a logger's INFO and WARNING lines out by it), so a
+  shell's or compiler's line under a logger's ERROR level is a logger's message, as it would be;
 - no final newline: saved by an editor or `echo -n`.
 """
 
@@ -66,7 +68,9 @@ CHANGES: dict[str, Callable[[str], str]] = {
     "curled quotes": lambda text: re.sub(r"'([^'\n]*)'", "\u2018\\1\u2019", text).replace('"', "\u201d"),
     "CRLF": lambda text: text.replace("\n", "\r\n"),
     "journald stamps": _each(lambda i, line: f"Dec 04 01:02:{i % 60:02d} gpu-node07 python[1234]: {line}"),
-    "Python logging stamps": _each(lambda i, line: f"2024-05-01 10:00:{i % 60:02d},{i * 7 % 1000:03d} - ERROR - {line}"),
+    "a wrapper's stamps": _each(lambda i, line: f"[2024-05-01 10:00:{i % 60:02d}] {line}"),
+    "Python logging stamps and level": _each(
+        lambda i, line: f"2024-05-01 10:00:{i % 60:02d},{i * 7 % 1000:03d} - ERROR - {line}"),
     "docker logs -t stamps": _each(lambda i, line: f"2024-05-01T10:00:{i % 60:02d}.{_micro(i)}789Z {line}"),
     "CRI stamps": _each(lambda i, line: f"2024-05-01T10:00:{i % 60:02d}.{_micro(i)}789Z stderr F {line}"),
     "glog stamps": _each(lambda i, line: f"E0501 10:00:{i % 60:02d}.{_micro(i)} 12345 main.cc:42] {line}"),
