@@ -5,6 +5,7 @@ the joining itself, and the corpus's dev logs wrapped the way consoles wrap them
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import tomllib
 from pathlib import Path
@@ -17,6 +18,7 @@ from envcheck.diagnose.collectors import unstamped
 from envcheck.diagnose.pasted import unwrapped
 
 CORPUS = Path(__file__).parent / "assets" / "diagnose" / "corpus"
+BENCHMARK = Path(__file__).parent.parent / "benchmarks" / "diagnose_pastes.py"
 
 # R's torch on an old libstdc++ (evident f2620): the loader's line wrapped before "not found"
 GLIBCXX = (b"Error in dyn.load(lib): /home/R/x86_64-pc-linux-gnu-library/4.1/torch/lib/liblantern.so - "
@@ -112,13 +114,11 @@ def test_a_log_that_reads_a_cause_as_it_is_is_not_read_again(tmp_path: Path) -> 
 
 
 def _wrap(text: str, width: int) -> str:
-    out = []
-    for line in text.splitlines():
-        while len(line) > width:
-            out.append(line[:width])
-            line = line[width:]
-        out.append(line)
-    return "\n".join(out) + "\n"
+    """TEXT cut at WIDTH columns, as benchmarks/diagnose_pastes.py cuts it (a console copying its lines)."""
+    spec = importlib.util.spec_from_file_location("diagnose_pastes", BENCHMARK)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module._wrap(width)(text)  # noqa: SLF001 - the benchmark's own cut, not a second copy of it
 
 
 @pytest.mark.parametrize(("width", "floor", "before"), [(80, 420, 304), (120, 295, 264)])
