@@ -14,6 +14,7 @@ The changes, each one a real way a log reaches a user's clipboard or disk:
 - colour codes without ESC: GitHub keeps '[31m' when the ESC byte is dropped; '<-[31m' as Windows' console copies it;
 - no-break spaces, curled quotes: a rich-text editor's (chat, wiki, word processor) spaces and quotes;
 - CRLF: saved on Windows;
+- HTML-escaped: a page's source or a JUnit XML report (pytest --junitxml) holds '&lt;', '&quot;', '&#x27;';
 - journald, a wrapper's '[date time] ', docker -t, CRI: a collector's stamp before every line, changing from line to
   line (a second each, a microsecond part that changes); Python logging's and glog's stamps with a level: the level
   stays when the second reading takes a stamp off (rules leave a logger's INFO and WARNING lines out by it), so a
@@ -24,6 +25,7 @@ The changes, each one a real way a log reaches a user's clipboard or disk:
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
 import re
@@ -67,6 +69,7 @@ CHANGES: dict[str, Callable[[str], str]] = {
     "no-break spaces": lambda text: text.replace(" ", "\u00a0"),
     "curled quotes": lambda text: re.sub(r"'([^'\n]*)'", "\u2018\\1\u2019", text).replace('"', "\u201d"),
     "CRLF": lambda text: text.replace("\n", "\r\n"),
+    "HTML-escaped": html.escape,
     "journald stamps": _each(lambda i, line: f"Dec 04 01:02:{i % 60:02d} gpu-node07 python[1234]: {line}"),
     "a wrapper's stamps": _each(lambda i, line: f"[2024-05-01 10:00:{i % 60:02d}] {line}"),
     "Python logging stamps and level": _each(

@@ -5,6 +5,7 @@ the joining itself, and the corpus's dev logs wrapped the way consoles wrap them
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
 import tomllib
@@ -89,6 +90,9 @@ def _dev(log_id: str) -> tuple[str, str]:
     # NCCL's error trace with no-break spaces (a rich-text editor's), and torch's messages with curled quotes
     ("c061", lambda t: t.replace(" ", "\u00a0"), "no-break spaces"),
     ("c008", lambda t: t.replace("'", "\u2019").replace('"', "\u201d"), "curled quotes"),
+    # a page's source or a JUnit XML report: '&lt;module&gt;', '&quot;', '&#x27;cpu_adam&#x27;'
+    ("c137", html.escape, "character references"),
+    ("c008", html.escape, "character references"),
 ])
 def test_what_a_paste_did_to_a_dev_log_is_undone_and_said(tmp_path: Path, log_id: str, paste, undone: str) -> None:
     text, cause = _dev(log_id)
@@ -186,3 +190,11 @@ def test_a_loggers_message_is_no_shells_line(tmp_path: Path) -> None:
     data = "".join(f"2024-05-01 10:00:{i:02d},456 - WARNING - {text}\n" for i, text in enumerate([
         "Killed stale process with PID 41234 holding the lock", "lock acquired", "epoch 1 done", "epoch 2 done"]))
     assert _diagnose(tmp_path, data.encode()).causes == ()
+
+
+def test_a_line_end_reference_keeps_the_lines_numbers() -> None:
+    from envcheck.diagnose.pasted import repaired
+
+    data, joined, undone = repaired(b'<failure message="x&#10;y">\nRuntimeError: &quot;z&quot;\n')
+    assert data == b'<failure message="x y">\nRuntimeError: "z"\n' and joined == 0
+    assert undone == ("HTML and XML character references decoded",)

@@ -1,5 +1,5 @@
-"""What pasting did to a log, undone: long lines wrapped, colour codes that lost their escape, typographic characters
-(and what log collectors did: collectors.py).
+"""What pasting did to a log, undone: long lines wrapped, colour codes that lost their escape, typographic characters,
+HTML's and XML's character references (and what log collectors did: collectors.py).
 
 Why: a message a paste broke in two ("version `GLIBCXX_3.4.20'" / "not found (required by ...)", "Resource
 exhausted: Out" / "of memory while trying to allocate") matches no rule in either half; nor does a line that a colour
@@ -20,6 +20,7 @@ and the continuation leaves a blank line, so every other line keeps its number.
 
 from __future__ import annotations
 
+import html
 import re
 
 from envcheck.diagnose.collectors import unstamped
@@ -51,6 +52,17 @@ _TYPOGRAPHIC = ((b"\xc2\xa0", b" "), (b"\xe2\x80\x98", b"'"), (b"\xe2\x80\x99", 
                 (b"\xe2\x80\x9d", b'"'))  # no-break space; curled single and double quotes
 
 
+# HTML's and XML's character references: a log kept in a JUnit XML report (pytest --junitxml: '&lt;module&gt;',
+# '&quot;'), or copied from a page's source
+_ENTITY = re.compile(rb"&(?:lt|gt|amp|quot|apos|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
+
+
+def _character(reference: re.Match[bytes]) -> bytes:
+    """The character REFERENCE stands for (a line end as a space, so that every line keeps its number)."""
+    text = html.unescape(reference.group().decode("ascii"))
+    return b" " if text in ("\n", "\r") else text.encode("utf-8", "surrogatepass")
+
+
 def repaired(data: bytes) -> tuple[bytes, int, tuple[str, ...]]:
     """DATA with what a paste did undone, how many wrapped lines were joined, and what else was undone."""
     undone = []
@@ -62,6 +74,10 @@ def repaired(data: bytes) -> tuple[bytes, int, tuple[str, ...]]:
         typographic = typographic.replace(old, new)
     if typographic != cleaned:
         undone.append("no-break spaces and curled quotes made plain")
+    unescaped = _ENTITY.sub(_character, typographic)
+    if unescaped != typographic:
+        undone.append("HTML and XML character references decoded")
+        typographic = unescaped
     # joined before the stamps go: a console wrapped the lines with their stamps
     joined_data, joined = unwrapped(typographic)
     plain = unstamped(joined_data)
