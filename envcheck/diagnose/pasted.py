@@ -4,18 +4,19 @@ HTML's and XML's character references (and what log collectors did: collectors.p
 Why: a message a paste broke in two ("version `GLIBCXX_3.4.20'" / "not found (required by ...)", "Resource
 exhausted: Out" / "of memory while trying to allocate") matches no rule in either half; nor does a line that a colour
 code without its ESC ("[31m", Windows' "←[31m") now starts, or whose spaces a rich-text editor made non-breaking or
-whose quotes it curled. The engine reads a log this way only when nothing matched the log as it is (engine.py), so a
-rule that matched before cannot be lost, and the scan of every log pays nothing for it.
+whose quotes it curled. The engine reads a log this way only when nothing matched the log as it is, or only weakly,
+and takes that reading only when it names a stronger cause (engine.py): a rule that matched before cannot be lost,
+and the scan of a log that reads a cause pays nothing for it.
 
 A line continues the one before it when it starts with a lower-case letter (after a launcher's prefix and any
 indentation) and the line before is long (a wrap happens at a width), ends no sentence, and is no traceback frame or
-warning, whose next line is source code. A hard wrap at a fixed width (several lines exactly as long as the longest)
-cuts anywhere, inside a word too: the line after one of that width continues it, whatever it starts with (but a
-traceback's header or frame), and so does the lower-case line after one of a console's usual widths; both are joined
-as they were cut. A line that starts at the margin with the first 12 characters of the line before (as printed, or
-after a launcher's prefix) is the next record of a program's output (NCCL's lines of one process, a log collector's
-stamped lines), never a continuation. The joined line keeps its number
-and the continuation leaves a blank line, so every other line keeps its number.
+warning, whose next line is source code. A hard wrap at a fixed width (several lines exactly as long as the longest,
+or two at a console's usual width) cuts anywhere, inside a word too: the line after one of that width continues it,
+whatever it starts with (but a traceback's header or frame), and so does the lower-case line after one of a console's
+usual widths; both are joined as they were cut. A line that starts at the margin with the first 12 characters of the
+line before (as printed, or after a launcher's prefix) is the next record of a program's output (NCCL's lines of one
+process, a log collector's stamped lines), never a continuation. The joined line keeps its number and the continuation
+leaves a blank line, so every other line keeps its number.
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ _LOWER = re.compile(rb"^[a-z]")
 # lines that start something whatever comes before them: a traceback and its frames
 _START = re.compile(rb'^(?:Traceback \(most recent call last\)|File "[^"]+", line \d)')
 # How log records start, which no wrapped line's rest does: NCCL's 'host:pid:tid [rank]', a date, a level word
-_RECORD = re.compile(rb"^(?:[\w.-]+:\d+:\d+ \[\d+\] |\[?\d{4}-\d\d-\d\d[ T]\d|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)")
+_RECORD = re.compile(rb"^(?:[\w.-]+:\d+:\d+ \[\d+\] |\[?\d{4}-\d\d-\d\d[ T]\d"
+                     rb"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)")
+# a program's name before its message ('slurmstepd: error: ...', 'bash: '): no soft wrap's rest (a hard cut's may
+# be: 'libcudart.so.11.0: cannot open ...')
+_PROGRAM = re.compile(rb"^[\w.-]+: ")
 _RULE = re.compile(rb"^\s*[-=*_#~+]{8,}\s*$")  # a line of dashes (Open MPI's help, pip's)
 # Terminal widths a console cuts its lines at (the defaults of xterm and Windows' console, 80 and 120, and the
 # widths people set): a line of exactly such a length was most likely cut there, even alone.
@@ -106,7 +111,8 @@ def unwrapped(data: bytes) -> tuple[bytes, int]:
                                                            or body[:12] == unprefixed(last).strip()[:12])
                   or bool(_RECORD.match(body)) or bool(_RULE.match(previous)))
         if body and not _START.match(body) and not record and (
-                hard or lower and not _STATEMENT.match(body) and len(last.rstrip()) >= MIN_WIDTH
+                hard or lower and not _STATEMENT.match(body) and not _PROGRAM.match(body)
+                and len(last.rstrip()) >= MIN_WIDTH
                 and not _FRAME.match(unprefixed(previous)) and not _WARNING.search(last)
                 and not last.rstrip().endswith((b".", b"!", b"?"))):
             rest = line[len(margin):] if line.startswith(margin) else line  # a Markdown block's indent is no text
@@ -130,7 +136,8 @@ def _margin(lines: list[bytes]) -> bytes:
 
 
 def _hard_width(lines: list[bytes]) -> int:
-    """The width a paste was hard-wrapped at: the longest line's length when at least three lines have it (0 when
-    none has)."""
+    """The width a paste was hard-wrapped at: the longest line's length when at least three lines have it, or two
+    and it is a console's usual width (0 when none is)."""
     width = max((len(line) for line in lines), default=0)
-    return width if width >= MIN_WIDTH and sum(1 for line in lines if len(line) == width) >= 3 else 0
+    count = sum(1 for line in lines if len(line) == width)
+    return width if width >= MIN_WIDTH and (count >= 3 or count == 2 and width in _WIDTHS) else 0
