@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Callable
 
 from envcheck.diagnose.collectors import unstamped
 from envcheck.diagnose.prefixes import unprefixed
@@ -68,23 +69,30 @@ def _character(reference: re.Match[bytes]) -> bytes:
     return b" " if text in ("\n", "\r") else text.encode("utf-8", "surrogatepass")
 
 
+def _typographic(data: bytes) -> bytes:
+    for old, new in _TYPOGRAPHIC:
+        data = data.replace(old, new)
+    return data
+
+
+# What pasting did to characters, undone in this order, each with what the report says of it; none moves a line.
+_CHARACTERS: tuple[tuple[Callable[[bytes], bytes], str], ...] = (
+    (lambda data: _LOST_ESCAPES.sub(b"", data), "colour codes without their escape removed"),
+    (_typographic, "no-break spaces and curled quotes made plain"),
+    (lambda data: _ENTITY.sub(_character, data), "HTML and XML character references decoded"),
+)
+
+
 def repaired(data: bytes) -> tuple[bytes, int, tuple[str, ...]]:
     """DATA with what a paste did undone, how many wrapped lines were joined, and what else was undone."""
     undone = []
-    cleaned = _LOST_ESCAPES.sub(b"", data)
-    if cleaned != data:
-        undone.append("colour codes without their escape removed")
-    typographic = cleaned
-    for old, new in _TYPOGRAPHIC:
-        typographic = typographic.replace(old, new)
-    if typographic != cleaned:
-        undone.append("no-break spaces and curled quotes made plain")
-    unescaped = _ENTITY.sub(_character, typographic)
-    if unescaped != typographic:
-        undone.append("HTML and XML character references decoded")
-        typographic = unescaped
+    for undo, what in _CHARACTERS:
+        changed = undo(data)
+        if changed != data:
+            undone.append(what)
+            data = changed
     # joined before the stamps go: a console wrapped the lines with their stamps
-    joined_data, joined = unwrapped(typographic)
+    joined_data, joined = unwrapped(data)
     plain = unstamped(joined_data)
     if plain != joined_data:
         undone.append("log collectors' time stamps before each line taken off")
