@@ -34,9 +34,9 @@ def _diagnose(tmp_path: Path, data: bytes):
 
 
 def test_a_lower_case_line_after_a_long_one_continues_it_and_the_numbers_stay() -> None:
-    data, joined = unwrapped(GLIBCXX)
+    data, joined, soft = unwrapped(GLIBCXX)
     lines = data.split(b"\n")
-    assert joined == 1 and len(lines) == len(GLIBCXX.split(b"\n"))
+    assert joined == soft == 1 and len(lines) == len(GLIBCXX.split(b"\n"))
     assert lines[0].endswith(b"version `GLIBCXX_3.4.20' not found (required by /home/R/x86_64-pc-linux-gnu-library"
                              b"/4.1/torch/lib/liblantern.so)")
     assert lines[1] == b"" and lines[2] == b"Execution halted"
@@ -55,14 +55,14 @@ def test_a_lower_case_line_after_a_long_one_continues_it_and_the_numbers_stay() 
     b"Traceback (most recent call last):\n",
 ])
 def test_code_short_lines_and_what_starts_a_traceback_are_not_joined(text: bytes) -> None:
-    assert unwrapped(text) == (text, 0)
+    assert unwrapped(text) == (text, 0, 0)
 
 
 def test_a_hard_wrap_inside_a_word_is_joined_as_it_was_cut() -> None:
     line = (b"./gst: error while loading shared libraries: libcublasLt.so.12: cannot open shared object file: No such "
             b"file or directory")
-    data, joined = unwrapped(line[:120] + b"\n" + line[120:] + b"\n")
-    assert joined == 1 and data.split(b"\n")[0] == line
+    data, joined, soft = unwrapped(line[:120] + b"\n" + line[120:] + b"\n")
+    assert joined == 1 and soft == 0 and data.split(b"\n")[0] == line
 
 
 # NCCL's lines of one process, all as long (dev c061): the next record, not a wrapped line's rest
@@ -73,7 +73,7 @@ NCCL_RECORDS = (b"dgxa100:1050:1315 [0] NCCL INFO Channel 13/0 : 0[90000] -> 1[1
 
 
 def test_records_of_one_width_are_no_hard_wrap() -> None:
-    assert unwrapped(NCCL_RECORDS) == (NCCL_RECORDS, 0)
+    assert unwrapped(NCCL_RECORDS) == (NCCL_RECORDS, 0, 0)
 
 
 def _dev(log_id: str) -> tuple[str, str]:
@@ -195,6 +195,6 @@ def test_a_loggers_message_is_no_shells_line(tmp_path: Path) -> None:
 def test_a_line_end_reference_keeps_the_lines_numbers() -> None:
     from envcheck.diagnose.pasted import repaired
 
-    data, joined, undone = repaired(b'<failure message="x&#10;y">\nRuntimeError: &quot;z&quot;\n')
-    assert data == b'<failure message="x y">\nRuntimeError: "z"\n' and joined == 0
-    assert undone == ("HTML and XML character references decoded",)
+    repair = repaired(b'<failure message="x&#10;y">\nRuntimeError: &quot;z&quot;\n')
+    assert repair.data == b'<failure message="x y">\nRuntimeError: "z"\n' and repair.joined == 0
+    assert repair.undone == ("HTML and XML character references decoded",)

@@ -19,9 +19,10 @@ from envcheck.diagnose.structure import risk, unfinished
 from envcheck.errors import UsageError
 
 _CRASH_SIGNALS = {"SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE"}
-# Where wrapped lines were joined, the repaired view may find a rule's message, never a last-resort guess from the
-# line a paste ends at (a warning, a build's lines): joining a log's last line to the warning before it makes the
-# warning its end. Stamps taken off and characters made plain move no line.
+# Where wrapped lines were joined by their words, the repaired view may find a rule's message, never a last-resort
+# guess from the line a paste ends at (a warning, a build's lines): joining a log's last line to the warning before it
+# makes the warning its end. Lines cut at the paste's width are the line as printed, joined back; stamps taken off and
+# characters made plain move no line.
 _GUESS = max(risk.CONFIDENCE, unfinished.CONFIDENCE)
 # A reading this weak or weaker (a last-resort guess, the shell's 'Aborted' after messages it did not read) is read
 # again as a paste too, and gives way to a stronger one there.
@@ -66,9 +67,9 @@ def diagnose(request: Request, progress: Progress | None = None,
         if again is not None:
             second = _judge(request, signatures, again[0], findings, list(skipped))
             if second.causes and second.causes[0].confidence > first and (
-                    second.causes[0].confidence > _GUESS or not again[1]):
+                    second.causes[0].confidence > _GUESS or not again[1].soft):
                 return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines,
-                               joined_lines=again[1], repaired=again[2])
+                               joined_lines=again[1].joined, repaired=again[1].undone)
     return diagnosis
 
 
@@ -126,12 +127,12 @@ def _judge(request: Request, signatures: dict, result: ScanResult | None, findin
         tuple(skipped), run, ignored)
 
 
-def _scan_repaired(paths: tuple[str, ...], matcher: Matcher) -> tuple[ScanResult, int, tuple[str, ...]] | None:
-    """The logs scanned with what pasting did undone (pasted.py), the wrapped lines joined and what else was undone;
-    None when nothing was, the logs are longer than a paste, or one is standard input (read once)."""
+def _scan_repaired(paths: tuple[str, ...], matcher: Matcher) -> tuple[ScanResult, pasted.Repaired] | None:
+    """The logs scanned with what pasting did undone (pasted.py), and what was (over all the logs; no data); None when
+    nothing was, the logs are longer than a paste, or one is standard input (read once)."""
     if "-" in paths:
         return None
-    opened, joined, undone, total = [], 0, set(), 0
+    opened, joined, soft, undone, total = [], 0, 0, set(), 0
     for path in paths:
         with open_log(path) as log:
             pieces = []
@@ -141,15 +142,15 @@ def _scan_repaired(paths: tuple[str, ...], matcher: Matcher) -> tuple[ScanResult
                     return None
                 pieces.append(chunk)
             name = log.name
-        data, count, what = pasted.repaired(b"".join(pieces))
-        joined += count
-        undone.update(what)
-        opened.append((name, data))
+        repair = pasted.repaired(b"".join(pieces))
+        joined, soft = joined + repair.joined, soft + repair.soft
+        undone.update(repair.undone)
+        opened.append((name, repair.data))
     if not joined and not undone:
         return None
     logs = [OpenedLog(name, io.BytesIO(data), len(data), owned=True) for name, data in opened]
     try:
-        return scan(logs, matcher, None), joined, tuple(sorted(undone))
+        return scan(logs, matcher, None), pasted.Repaired(b"", joined, soft, tuple(sorted(undone)))
     finally:
         for log in logs:
             log.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 from envcheck.diagnose.collectors import unstamped
@@ -83,8 +84,19 @@ _CHARACTERS: tuple[tuple[Callable[[bytes], bytes], str], ...] = (
 )
 
 
-def repaired(data: bytes) -> tuple[bytes, int, tuple[str, ...]]:
-    """DATA with what a paste did undone, how many wrapped lines were joined, and what else was undone."""
+@dataclass(frozen=True)
+class Repaired:
+    """A paste with what pasting did undone: how many wrapped lines were joined (SOFT of them by their words, not cut
+    at a width), and what else was undone."""
+
+    data: bytes
+    joined: int
+    soft: int
+    undone: tuple[str, ...]
+
+
+def repaired(data: bytes) -> Repaired:
+    """DATA with what a paste did undone."""
     undone = []
     for undo, what in _CHARACTERS:
         changed = undo(data)
@@ -92,20 +104,21 @@ def repaired(data: bytes) -> tuple[bytes, int, tuple[str, ...]]:
             undone.append(what)
             data = changed
     # joined before the stamps go: a console wrapped the lines with their stamps
-    joined_data, joined = unwrapped(data)
+    joined_data, joined, soft = unwrapped(data)
     plain = unstamped(joined_data)
     if plain != joined_data:
         undone.append("log collectors' time stamps before each line taken off")
-    return plain, joined, tuple(undone)
+    return Repaired(plain, joined, soft, tuple(undone))
 
 
-def unwrapped(data: bytes) -> tuple[bytes, int]:
-    """DATA with each wrapped line joined to the line before it, and how many were joined (0: DATA unchanged)."""
+def unwrapped(data: bytes) -> tuple[bytes, int, int]:
+    """DATA with each wrapped line joined to the line before it, how many were joined (0: DATA unchanged), and how
+    many of them by their words (a lower-case rest after a long line), not cut at a width."""
     lines = data.replace(b"\r\n", b"\n").split(b"\n")
     width, margin = _hard_width(lines), _margin(lines)
     out: list[bytes] = []
     head, last = -1, b""  # the index in OUT of the line the next continuation would join; its last piece as printed
-    joined = 0
+    joined = soft = 0
     for line in lines:
         body = unprefixed(line).strip()
         previous = out[head] if head >= 0 else b""
@@ -127,11 +140,12 @@ def unwrapped(data: bytes) -> tuple[bytes, int]:
             out[head] = previous + unprefixed(rest).lstrip(b"\t") if hard else previous.rstrip() + b" " + body
             out.append(b"")
             joined += 1
+            soft += not hard
             last = line
             continue
         out.append(line)
         head, last = len(out) - 1, line
-    return (b"\n".join(out), joined) if joined else (data, 0)
+    return (b"\n".join(out), joined, soft) if joined else (data, 0, 0)
 
 
 def _margin(lines: list[bytes]) -> bytes:
