@@ -494,3 +494,22 @@ def test_triton_shared_memory_denied_is_not_a_small_dev_shm(tmp_path: Path, caps
             "bytes). If you are running Triton inside docker, use '--shm-size' flag to control the shared memory region "
             "size. Each Python backend model instance requires at least 1 MB of shared memory. Error: Permission denied\n")
     assert primary_of(capsys, tmp_path, text)["cause"] != "shm_too_small"
+
+
+# pip's resolver (factory.py _report_single_requirement_conflict) writes "(from <package>)" after a dependency's
+# requirement: a package pins a release the index lacks. A requirement the user gave has none: the release or the index
+# the user named is wrong, no version conflict.
+@pytest.mark.parametrize("text,cause,library", [
+    ("ERROR: Could not find a version that satisfies the requirement torch==2.7.1 (from vllm) (from versions: 2.5.1, "
+     "2.6.0)", "version_conflict", "vllm"),
+    ("ERROR: Could not find a version that satisfies the requirement numpy<2,>=1.21 (from opencv-python) (from "
+     "versions: none)", "version_conflict", "opencv-python"),
+    ("ERROR: Could not find a version that satisfies the requirement torch==2.10.0 (from versions: none)", None, None),
+    ("ERROR: Could not find a version that satisfies the requirement flash-attn (from versions: none)", None, None),
+    ("ERROR: Could not find a version that satisfies the requirement torch==1.7.1 (from -r requirements.txt (line 1)) "
+     "(from versions: 2.0.0, 2.1.0)", None, None),
+])
+def test_pip_names_a_package_whose_pin_it_cannot_meet(tmp_path: Path, capsys, text: str, cause: str | None,
+                                                      library: str | None) -> None:
+    found = primary_of(capsys, tmp_path, text + "\n")
+    assert (found["cause"], found["library"]) == (cause, library)

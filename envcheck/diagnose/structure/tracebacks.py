@@ -108,6 +108,8 @@ _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
 # /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
 _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
+# libraries whose files live in /dev/shm (pandarallel's memory file system)
+_SHM_WRITERS = ("pandarallel/core.py",)
 _MACOS = re.compile(r"^/Users/|Python\.framework/|^/opt/homebrew/|^/usr/local/Cellar/|^/Applications/|^/private/var/|"
                     r"^/opt/(?:ana|mini)conda3/|^/opt/miniforge3/")
 # torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py assert_no_cuda_mismatch.
@@ -263,6 +265,14 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "creating one failed with ENOSPC: /dev/shm is full or tiny (a container's 64 MB).",
                                 "Start the container with --shm-size=16g or --ipc=host.",
                                 "multiprocessing/synchronize.py SemLock (sem_open)", top))
+        # pandarallel hands each worker's data over in files under /dev/shm (its "Memory file system", core.py
+        # MEMORY_FS_ROOT = "/dev/shm", nalepae/pandarallel@0b1db61e): ENOSPC writing them is a full /dev/shm
+        elif _ERRNO28.search(message) and any(path.endswith(_SHM_WRITERS) for path in tb.paths):
+            found.append(_event(tb, "shm_files", "shm_too_small", 0.9, "/dev/shm is full: no room for a worker's data",
+                                "pandarallel passes the data of each worker through files in /dev/shm, and writing "
+                                "one failed with ENOSPC: /dev/shm is full or tiny (a container's 64 MB).",
+                                "Start the container with --shm-size=16g or --ipc=host, or initialize pandarallel "
+                                "with use_memory_fs=False.", "pandarallel core.py (MEMORY_FS_ROOT)", "pandarallel"))
         # watchdog's "[Errno 28] inotify watch limit reached" (fs.inotify.max_user_watches), not a disk
         elif _ERRNO28.search(message) and not _SHM_FILE.search(message) and "inotify" not in message:
             found.append(_event(tb, "disk_full", "disk_full", 0.9, "The disk is full (No space left on device)",
