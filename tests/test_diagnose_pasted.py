@@ -117,6 +117,43 @@ def test_a_log_that_reads_a_cause_as_it_is_is_not_read_again(tmp_path: Path) -> 
     assert result.causes[0].cause == "gpu_oom" and result.joined_lines == 0
 
 
+# TensorFlow's warnings for TF-TRT's optional libraries (dso_loader.cc:64, py_utils.cc:38) before the run's own error:
+# SIG034 leaves them out by their 'Could not load dynamic library' words, which a cut at 80 columns moves to the line
+# before ('... dlerr' / 'or: libnvinfer.so.7: cannot open shared object file ...')
+TF_TRT = ("2023-03-01 10:00:00.123456: W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] "
+          "Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: "
+          "No such file or directory; LD_LIBRARY_PATH: /usr/local/nvidia/lib:/usr/local/nvidia/lib64\n"
+          "2023-03-01 10:00:00.123456: W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] "
+          "Could not load dynamic library 'libnvinfer_plugin.so.7'; dlerror: libnvinfer_plugin.so.7: cannot open shared "
+          "object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/nvidia/lib:/usr/local/nvidia/lib64\n"
+          "2023-03-01 10:00:00.123456: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Cannot "
+          "dlopen some TensorRT libraries. If you would like to use Nvidia GPU with TensorRT, please make sure the "
+          "missing libraries mentioned above are installed properly.\n"
+          "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    import foo\n"
+          "ModuleNotFoundError: No module named 'foo'\n")
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_paste_cut_at_its_width_is_read_as_printed_whatever_its_pieces_match(tmp_path: Path, width: int) -> None:
+    assert _diagnose(tmp_path, TF_TRT.encode()).causes == ()
+    result = _diagnose(tmp_path, _wrap(TF_TRT, width).encode())
+    assert result.causes == () and result.joined_lines >= 3
+
+
+def test_a_line_of_the_pastes_width_before_an_exception_is_no_cut() -> None:
+    text = b"\n".join([b"a" * 90, b"ValueError: a", b"b" * 90, b"KeyError: 'b'", b"c" * 90,
+                       b"ModuleNotFoundError: No module named 'datasets.exceptions'", b""])
+    assert unwrapped(text) == (text, 0, 0)
+
+
+def test_where_a_paste_has_a_width_a_shorter_line_was_not_wrapped() -> None:
+    cut = b"x" * 120
+    text = (cut + b"\n" + cut + b"\n" + cut + b"\nRuntimeError: Failed to import transformers.trainer because of the "
+            b"following error (look up to see its traceback):\ncannot import name 'LRScheduler'\n")
+    data, joined, soft = unwrapped(text)
+    assert joined == soft == 0 and data.split(b"\n")[4] == b"cannot import name 'LRScheduler'"
+
+
 def _wrap(text: str, width: int) -> str:
     """TEXT cut at WIDTH columns, as benchmarks/diagnose_pastes.py cuts it (a console copying its lines)."""
     spec = importlib.util.spec_from_file_location("diagnose_pastes", BENCHMARK)
@@ -125,7 +162,7 @@ def _wrap(text: str, width: int) -> str:
     return module._wrap(width)(text)  # noqa: SLF001 - the benchmark's own cut, not a second copy of it
 
 
-@pytest.mark.parametrize(("width", "floor", "before"), [(80, 425, 304), (120, 296, 264)])
+@pytest.mark.parametrize(("width", "floor", "before"), [(80, 434, 304), (120, 297, 264)])
 def test_dev_logs_wrapped_as_consoles_wrap_them_keep_their_cause(tmp_path: Path, width: int, floor: int,
                                                                 before: int) -> None:
     """Every dev log that reads right and has a line longer than WIDTH, cut at WIDTH columns (as a console copies

@@ -27,6 +27,10 @@ _GUESS = max(risk.CONFIDENCE, unfinished.CONFIDENCE)
 # A reading this weak or weaker (a last-resort guess, the shell's 'Aborted' after messages it did not read) is read
 # again as a paste too, and gives way to a stronger one there.
 _WEAK = 0.35
+# A paste with this many lines cut at its width and joined back is read as joined whatever the first reading found:
+# rules matched pieces of lines (a library's name cut from its loader message, a warning's rest without the words
+# that mark it harmless), and the joined lines are the lines as printed.
+_CUT_LINES = 3
 
 
 @dataclass(frozen=True)
@@ -60,17 +64,29 @@ def diagnose(request: Request, progress: Progress | None = None,
     findings = _findings(request, matrix, capture, skipped)
     diagnosis = _judge(request, signatures, result, findings, list(skipped))
     first = diagnosis.causes[0].confidence if diagnosis.causes else 0.0
-    if first <= _WEAK and result is not None:
-        # nothing matched the log as it is, or only a weak reading did: a paste may match better once what pasting
-        # did is undone (pasted.py)
-        again = _scan_repaired(request.logs, matcher)
-        if again is not None:
-            second = _judge(request, signatures, again[0], findings, list(skipped))
-            if second.causes and second.causes[0].confidence > first and (
-                    second.causes[0].confidence > _GUESS or not again[1].soft):
-                return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines,
-                               joined_lines=again[1].joined, repaired=again[1].undone)
+    if result is None:
+        return diagnosis
+    weak = first <= _WEAK
+    # nothing matched the log as it is, or only a weak reading did: a paste may match better once what pasting did is
+    # undone (pasted.py); a paste cut at a width is read joined in any case
+    again = _scan_repaired(request.logs, matcher, cut_only=not weak)
+    if again is None:
+        return diagnosis
+    second = _judge(request, signatures, again[0], findings, list(skipped))
+    repair = again[1]
+    if weak:
+        take = bool(second.causes) and second.causes[0].confidence > first and (
+            second.causes[0].confidence > _GUESS or not repair.soft)
+    else:  # a paste cut at its width (_scan_repaired read it only then)
+        take = _primary(second) != _primary(diagnosis)
+    if take:
+        return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines, joined_lines=repair.joined,
+                       repaired=repair.undone)
     return diagnosis
+
+
+def _primary(diagnosis: Diagnosis) -> str | None:
+    return diagnosis.causes[0].cause if diagnosis.causes else None
 
 
 def _judge(request: Request, signatures: dict, result: ScanResult | None, findings: tuple[Finding, ...],
@@ -127,9 +143,11 @@ def _judge(request: Request, signatures: dict, result: ScanResult | None, findin
         tuple(skipped), run, ignored)
 
 
-def _scan_repaired(paths: tuple[str, ...], matcher: Matcher) -> tuple[ScanResult, pasted.Repaired] | None:
+def _scan_repaired(paths: tuple[str, ...], matcher: Matcher,
+                   cut_only: bool = False) -> tuple[ScanResult, pasted.Repaired] | None:
     """The logs scanned with what pasting did undone (pasted.py), and what was (over all the logs; no data); None when
-    nothing was, the logs are longer than a paste, or one is standard input (read once)."""
+    nothing was, the logs are longer than a paste, or one is standard input (read once). CUT_ONLY: only a paste cut at
+    a width (pasted.has_width) is repaired at all."""
     if "-" in paths:
         return None
     opened, joined, soft, undone, total = [], 0, 0, set(), 0
@@ -142,11 +160,15 @@ def _scan_repaired(paths: tuple[str, ...], matcher: Matcher) -> tuple[ScanResult
                     return None
                 pieces.append(chunk)
             name = log.name
-        repair = pasted.repaired(b"".join(pieces))
+        opened.append((name, b"".join(pieces)))
+    if cut_only and not any(pasted.has_width(data) for _, data in opened):
+        return None
+    for index, (name, data) in enumerate(opened):
+        repair = pasted.repaired(data)
         joined, soft = joined + repair.joined, soft + repair.soft
         undone.update(repair.undone)
-        opened.append((name, repair.data))
-    if not joined and not undone:
+        opened[index] = (name, repair.data)
+    if not joined and not undone or cut_only and joined - soft < _CUT_LINES:
         return None
     logs = [OpenedLog(name, io.BytesIO(data), len(data), owned=True) for name, data in opened]
     try:

@@ -4,16 +4,18 @@ HTML's and XML's character references (and what log collectors did: collectors.p
 Why: a message a paste broke in two ("version `GLIBCXX_3.4.20'" / "not found (required by ...)", "Resource
 exhausted: Out" / "of memory while trying to allocate") matches no rule in either half; nor does a line that a colour
 code without its ESC ("[31m", Windows' "←[31m") now starts, or whose spaces a rich-text editor made non-breaking or
-whose quotes it curled. The engine reads a log this way only when nothing matched the log as it is, or only weakly,
-and takes that reading only when it names a stronger cause (engine.py): a rule that matched before cannot be lost,
-and the scan of a log that reads a cause pays nothing for it.
+whose quotes it curled. The engine reads a log this way when nothing matched the log as it is, or only weakly, and
+takes that reading only when it names a stronger cause (engine.py); and it reads a paste cut at a width this way in any
+case, since there the first reading's rules matched pieces of lines (has_width tells cheaply, before the paste is read
+again).
 
 A line continues the one before it when it starts with a lower-case letter (after a launcher's prefix and any
 indentation) and the line before is long (a wrap happens at a width), ends no sentence, and is no traceback frame or
 warning, whose next line is source code. A hard wrap at a fixed width (several lines exactly as long as the longest,
 or two at a console's usual width) cuts anywhere, inside a word too: the line after one of that width continues it,
-whatever it starts with (but a traceback's header or frame), and so does the lower-case line after one of a console's
-usual widths; both are joined as they were cut. A line that starts at the margin with the first 12 characters of the
+whatever it starts with (but a traceback's header, frame or exception line), and so does the lower-case line after
+one of a console's usual widths; both are joined as they were cut. Where a paste has such a width, a shorter line was
+not cut: nothing is joined to it by its words. A line that starts at the margin with the first 12 characters of the
 line before (as printed, or after a launcher's prefix) is the next record of a program's output (NCCL's lines of one
 process, a log collector's stamped lines), never a continuation. The joined line keeps its number and the continuation
 leaves a blank line, so every other line keeps its number.
@@ -38,8 +40,10 @@ _WARNING = re.compile(rb":\d+: \w*Warning: ")
 # Python statements, which a traceback prints under each frame and a warning under its line
 _STATEMENT = re.compile(rb"^(?:return|raise|from|import|if|for|while|with|assert|yield|await|del|elif|else)\b")
 _LOWER = re.compile(rb"^[a-z]")
-# lines that start something whatever comes before them: a traceback and its frames
-_START = re.compile(rb'^(?:Traceback \(most recent call last\)|File "[^"]+", line \d)')
+# lines that start something whatever comes before them: a traceback, its frames and its exception's line (a line of
+# exactly the paste's width before one is a line of that length, not a cut)
+_START = re.compile(rb'^(?:Traceback \(most recent call last\)|File "[^"]+", line \d'
+                    rb'|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt): )')
 # How log records start, which no wrapped line's rest does: NCCL's 'host:pid:tid [rank]', a date, a level word
 _RECORD = re.compile(rb"^(?:[\w.-]+:\d+:\d+ \[\d+\] |\[?\d{4}-\d\d-\d\d[ T]\d"
                      rb"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)")
@@ -131,8 +135,9 @@ def unwrapped(data: bytes) -> tuple[bytes, int, int]:
         record = (not unprefixed(line)[:1].isspace() and (line[:12] == last[:12]
                                                            or body[:12] == unprefixed(last).strip()[:12])
                   or bool(_RECORD.match(body)) or bool(_RULE.match(previous)))
+        # a console cuts its lines at its width only: where the paste has one, a shorter line was not wrapped
         if body and not _START.match(body) and not record and (
-                hard or lower and not _STATEMENT.match(body) and not _PROGRAM.match(body)
+                hard or not width and lower and not _STATEMENT.match(body) and not _PROGRAM.match(body)
                 and len(last.rstrip()) >= MIN_WIDTH
                 and not _FRAME.match(unprefixed(previous)) and not _WARNING.search(last)
                 and not last.rstrip().endswith((b".", b"!", b"?"))):
@@ -146,6 +151,12 @@ def unwrapped(data: bytes) -> tuple[bytes, int, int]:
         out.append(line)
         head, last = len(out) - 1, line
     return (b"\n".join(out), joined, soft) if joined else (data, 0, 0)
+
+
+def has_width(data: bytes) -> bool:
+    """Whether DATA looks cut at a fixed width (several lines exactly as long as its longest), cheaply: before it is
+    read again."""
+    return _hard_width(data.replace(b"\r\n", b"\n").split(b"\n")) > 0
 
 
 def _margin(lines: list[bytes]) -> bytes:
