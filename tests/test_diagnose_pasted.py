@@ -154,6 +154,12 @@ def test_where_a_paste_has_a_width_a_shorter_line_was_not_wrapped() -> None:
     assert joined == soft == 0 and data.split(b"\n")[4] == b"cannot import name 'LRScheduler'"
 
 
+def test_one_line_cut_at_80_columns_before_a_capital_is_joined(tmp_path: Path) -> None:
+    line = "RuntimeError: CUDA failed with error CUDA driver version is insufficient for CUDA runtime version"
+    result = _diagnose(tmp_path, (line[:80] + "\n" + line[80:] + "\n").encode())
+    assert result.causes[0].cause == "driver_too_old" and result.joined_lines == 1
+
+
 def _wrap(text: str, width: int) -> str:
     """TEXT cut at WIDTH columns, as benchmarks/diagnose_pastes.py cuts it (a console copying its lines)."""
     spec = importlib.util.spec_from_file_location("diagnose_pastes", BENCHMARK)
@@ -162,7 +168,7 @@ def _wrap(text: str, width: int) -> str:
     return module._wrap(width)(text)  # noqa: SLF001 - the benchmark's own cut, not a second copy of it
 
 
-@pytest.mark.parametrize(("width", "floor", "before"), [(80, 434, 304), (120, 297, 264)])
+@pytest.mark.parametrize(("width", "floor", "before"), [(80, 436, 304), (120, 297, 264)])
 def test_dev_logs_wrapped_as_consoles_wrap_them_keep_their_cause(tmp_path: Path, width: int, floor: int,
                                                                 before: int) -> None:
     """Every dev log that reads right and has a line longer than WIDTH, cut at WIDTH columns (as a console copies

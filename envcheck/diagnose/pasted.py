@@ -13,8 +13,9 @@ A line continues the one before it when it starts with a lower-case letter (afte
 indentation) and the line before is long (a wrap happens at a width), ends no sentence, and is no traceback frame or
 warning, whose next line is source code. A hard wrap at a fixed width (several lines exactly as long as the longest,
 or two at a console's usual width) cuts anywhere, inside a word too: the line after one of that width continues it,
-whatever it starts with (but a traceback's header, frame or exception line), and so does the lower-case line after
-one of a console's usual widths; both are joined as they were cut. Where a paste has such a width, a shorter line was
+whatever it starts with (but a traceback's header, frame or exception line), and so does the line after one of a
+console's usual widths (one line cut at 80 columns: 'insufficient for CUD' / 'A runtime version'); both are joined as
+they were cut. Where a paste has such a width, a shorter line was
 not cut: nothing is joined to it by its words. A line that starts at the margin with the first 12 characters of the
 line before (as printed, or after a launcher's prefix) is the next record of a program's output (NCCL's lines of one
 process, a log collector's stamped lines), never a continuation. The joined line keeps its number and the continuation
@@ -127,8 +128,8 @@ def unwrapped(data: bytes) -> tuple[bytes, int, int]:
         body = unprefixed(line).strip()
         previous = out[head] if head >= 0 else b""
         lower = bool(_LOWER.match(body))
-        # cut at the width, maybe inside a word: joined as it was cut (a console's usual width: not before a capital)
-        hard = len(last) >= MIN_WIDTH and (len(last) == width or len(last) in _WIDTHS and not body[:1].isupper())
+        # cut at the width, maybe inside a word: joined as it was cut (also at a console's usual width alone)
+        hard = len(last) >= MIN_WIDTH and (len(last) == width or len(last) in _WIDTHS)
         # a line that starts where and as the one before it did is the next record of a program's output, not its
         # rest (an indented one is a hanging indent: pip's wrapped list of versions); so is a line that starts as log
         # records do, and a rule of dashes is no line to continue
