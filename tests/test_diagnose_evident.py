@@ -79,6 +79,9 @@ MISSES = {
     "f3917": ("unknown", "DeepSpeed's 'Filtered compute capabilities ['7.0+PTX']' warning (printed also when other "
               "architectures remain) above a traceback cut before its exception"),
     "f3918": ("unknown", "the same warning above DeepSpeed-MII's traceback cut before its exception"),
+    "f4105": ("segfault_abi_mismatch", "bitsandbytes' own CUDA library without the nf4 function its Python calls "
+              "(ctypes' undefined symbol): read as a library built for another stack; the collector read an old "
+              "bitsandbytes binary, a version conflict"),
     "f4009": ("unknown", "torch_geometric's warning that importing torch-scatter failed (an undefined symbol) and that it "
               "goes on without it (mined: PyG's warnings are no cause)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "

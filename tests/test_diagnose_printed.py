@@ -513,3 +513,21 @@ def test_pip_names_a_package_whose_pin_it_cannot_meet(tmp_path: Path, capsys, te
                                                       library: str | None) -> None:
     found = primary_of(capsys, tmp_path, text + "\n")
     assert (found["cause"], found["library"]) == (cause, library)
+
+
+# torch's collect_env report (torch/utils/collect_env.py): torch.version.cuda None is printed 'Could not collect'
+_ENV = ("PyTorch version: 2.2.2\nIs debug build: False\nCUDA used to build PyTorch: Could not collect\n"
+        "ROCM used to build PyTorch: {rocm}\n\nOS: Microsoft Windows 11 Pro\nIs CUDA available: False\n"
+        "GPU models and configuration: {gpu}\nNvidia driver version: {driver}\n")
+
+
+@pytest.mark.parametrize("rocm,gpu,driver,cause", [
+    ("N/A", "GPU 0: NVIDIA GeForce RTX 4080 Laptop GPU", "551.86", "torch_cpu_only"),
+    ("N/A", "Could not collect", "Could not collect", None),  # a Mac's or a CPU server's report: no NVIDIA driver
+    ("6.0.32830-d62f6a171", "AMD Instinct MI250X", "Could not collect", None),  # a ROCm build: no CUDA by design
+    ("6.0.32830-d62f6a171", "GPU 0: NVIDIA A100", "535.104.05", None),
+])
+def test_collect_env_of_a_torch_built_without_cuda(tmp_path: Path, capsys, rocm: str, gpu: str, driver: str,
+                                                   cause: str | None) -> None:
+    text = _ENV.format(rocm=rocm, gpu=gpu, driver=driver)
+    assert primary_of(capsys, tmp_path, text)["cause"] == cause

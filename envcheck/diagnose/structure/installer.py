@@ -24,6 +24,9 @@ ANCHORS = (b"conflicting dependencies", b"dependency resolver", b", but you have
            b"encountered in worker", b"win_amd64.whl", b"torch.version.cuda", b"Building wheel for ",
            b"Failed building wheel for ", b"Running setup.py install for ", b"Could not build wheels for ",
            b"Failed to build ", b"error while trying to install package", b"Invalid CUDA 'device=",
+           # torch's collect_env report (_ENV_NO_CUDA)
+           b"CUDA used to build PyTorch: ", b"Is CUDA available: ", b"ROCM used to build PyTorch: ",
+           b"Nvidia driver version: ",
            *(word.encode() for word in ENOSPC_TRANSLATED))
 # the scan keeps the line after it: the answer (None), the package pip names
 WITH_NEXT = (b"torch.version.cuda", b"error while trying to install package")
@@ -62,6 +65,14 @@ _DL_BUS = re.compile(r"Unexpected bus error encountered in worker", re.I)
 # torch are CPU builds; PyTorch's CUDA wheels carry a local version (torch-2.3.1+cu121-..., %2B in a URL).
 _WIN_WHEEL = re.compile(r"(?:Downloading|Using cached|Collecting|Processing)\b.*?\btorch-(?P<v>\d+\.\d+(?:\.\d+)?)"
                         r"-cp\d+-cp\d+m?-win_amd64\.whl")
+# torch's collect_env report (torch/utils/collect_env.py; pretty_str's replace_nones writes None as 'Could not
+# collect'): "CUDA used to build PyTorch: Could not collect" is torch.version.cuda None, a build without CUDA (a ROCm
+# build's is None too: its "ROCM used to build PyTorch" has a version). A CPU-only torch, where the same report says
+# CUDA is not available and names an NVIDIA driver (a Mac's or a CPU server's report names none).
+_ENV_NO_CUDA = "CUDA used to build PyTorch: Could not collect"
+_ENV_NOT_AVAILABLE = "Is CUDA available: False"
+_ENV_ROCM = re.compile(r"ROCM used to build PyTorch: \d")
+_ENV_DRIVER = re.compile(r"Nvidia driver version: \d")
 # An interactive check that prints torch.version.cuda, answered by None on the next line: no CUDA in this build.
 _VERSION_CUDA = re.compile(r"torch\.version\.cuda\b")
 
@@ -128,6 +139,14 @@ def events(lines: list[Line]) -> list[Event]:
                 f"Install {CUDA_TORCH}.",
                 line.file, line.number, text, "PyTorch wheel local version labels (+cpu, +cuXYZ)", "torch",
                 ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
+        elif _ENV_NO_CUDA in text and _collect_env_without_cuda(lines):
+            found.append(Event(
+                "cpu_torch", "torch_cpu_only", 0.6, "torch is a CPU-only build (collect_env: no CUDA it was built with)",
+                "torch's environment report says the installed torch was built without CUDA (torch.version.cuda is "
+                "None) and that CUDA is not available, on a machine with an NVIDIA driver: the default index's Windows "
+                "wheel, or a CPU build pip or conda chose.", f"Install {CUDA_TORCH}.", line.file, line.number, text,
+                "torch/utils/collect_env.py (CUDA used to build PyTorch: torch.version.cuda; None as 'Could not "
+                "collect')", "torch", ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
         elif _WIN_WHEEL.search(text) or (_VERSION_CUDA.search(text) and _answered_none(lines, at)):
             wheel = _WIN_WHEEL.search(text)
             found.append(Event(
@@ -163,6 +182,12 @@ def events(lines: list[Line]) -> list[Event]:
                 "Increase /dev/shm (docker --shm-size or --ipc=host) or reduce num_workers.",
                 line.file, line.number, text, "torch/csrc/DataLoader.cpp", "torch"))
     return found
+
+
+def _collect_env_without_cuda(lines: list[Line]) -> bool:
+    """collect_env's report in LINES says CUDA is not available, names an NVIDIA driver and no ROCm build."""
+    return (any(_ENV_NOT_AVAILABLE in x.text for x in lines) and any(_ENV_DRIVER.search(x.text) for x in lines)
+            and not any(_ENV_ROCM.search(x.text) for x in lines))
 
 
 def _answered_none(lines: list[Line], at: int) -> bool:
