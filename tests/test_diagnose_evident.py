@@ -82,6 +82,10 @@ MISSES = {
     "f4105": ("segfault_abi_mismatch", "bitsandbytes' own CUDA library without the nf4 function its Python calls "
               "(ctypes' undefined symbol): read as a library built for another stack; the collector read an old "
               "bitsandbytes binary, a version conflict"),
+    "f4268": ("segfault_abi_mismatch", "xFormers' warning that its extensions were built for another torch and CUDA: "
+              "read as an extension built for another stack; the collector read the two packages' versions"),
+    "f4288": ("deepspeed_build_failure", "Transformer Engine's JIT build missing cudnn.h (a header, not a library the "
+              "loader or linker misses): read as a compiled op's build, which the taxonomy names only for DeepSpeed"),
     "f4009": ("unknown", "torch_geometric's warning that importing torch-scatter failed (an undefined symbol) and that it "
               "goes on without it (mined: PyG's warnings are no cause)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "

@@ -45,10 +45,10 @@ _REQUIRE = re.compile(r"(?P<req>[\w.-]+)[<>=!~]=?[\w.*]+ is required for a norma
                       r"but found (?P<pkg>[\w.-]+)==(?P<got>\S+)")
 # "torch 2.1.0+cpu", "PyTorch version: 2.1.0+cpu", "torch==2.1.0+cpu", "torch.__version__ = 2.1.0+cpu"; pip's
 # "Requirement already satisfied: torch in <site-packages> (2.1.0+cpu)"; the answer to print(torch.__version__) on a
-# line of its own ("2.1.0+cpu", or the REPL's '2.1.0+cpu').
+# line of its own ("2.1.0+cpu", the REPL's '2.1.0+cpu', or in a Markdown paste's backticks `2.1.0+cpu`).
 _CPU_TORCH = re.compile(r"\b(?:torch|pytorch|PyTorch|Torch)(?: version|\.__version__)?\s*[:=]*\s*v?\d+\.\d+(?:\.\d+)?"
                         r"\+cpu\b|\btorch(?:vision|audio)? in \S.*\(\d+\.\d+(?:\.\d+)?\+cpu\)"
-                        r"|^\W{0,4}'?\d+\.\d+\.\d+\+cpu'?\s*$")
+                        r"|^\W{0,4}'?\d+\.\d+\.\d+\+cpu['`]?\s*$")
 # "torch-2.1.0+cpu" (pip's "Successfully installed torch-...", Ultralytics' "Python-3.10 torch-2.1.0+cpu" banner) is
 # also printed by runs on a CPU on purpose and by the fix itself (pip uninstalling it): a cause only when the log
 # also shows CUDA asked for and missing (Ultralytics' select_device refusing 'device=0', or one of the errors

@@ -112,8 +112,10 @@ _SHM_FILE = re.compile(r"/dev/shm|</torch_\d|shared memory")
 _SHM_WRITERS = ("pandarallel/core.py",)
 _MACOS = re.compile(r"^/Users/|Python\.framework/|^/opt/homebrew/|^/usr/local/Cellar/|^/Applications/|^/private/var/|"
                     r"^/opt/(?:ana|mini)conda3/|^/opt/miniforge3/")
-# torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py assert_no_cuda_mismatch.
-_MISMATCH = re.compile(r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version|"
+# torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py assert_no_cuda_mismatch;
+# ColossalAI's check_system_pytorch_cuda_match (hpcaitech/ColossalAI@42d7b299:extensions/utils.py): "[extension] Failed
+# to build PyTorch extension because the detected CUDA version (11.7) mismatches the version that was used to ...".
+_MISMATCH = re.compile(r"[Tt]he detected CUDA version \((?P<found>[\d.]+)\) mismatches the version|"
                        r"Installed CUDA version [\d.]+ does not match the version torch was compiled with")
 # DeepSpeed's assert_no_cuda_mismatch prints the same words and goes on when only the minor versions differ ("but
 # since the APIs are compatible, accepting this combination") or DS_SKIP_CUDA_CHECK=1 is set ("Allowing this
