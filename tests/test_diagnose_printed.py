@@ -531,3 +531,23 @@ def test_collect_env_of_a_torch_built_without_cuda(tmp_path: Path, capsys, rocm:
                                                    cause: str | None) -> None:
     text = _ENV.format(rocm=rocm, gpu=gpu, driver=driver)
     assert primary_of(capsys, tmp_path, text)["cause"] == cause
+
+
+# Windows' loader dialog for STATUS_ENTRYPOINT_NOT_FOUND (0xC0000139), in English (older 'procedure', newer 'program')
+# and in zh-CN Windows' words: a cuDNN of another release, a DLL built against another one; a Windows too old for a
+# system API is none of the causes
+@pytest.mark.parametrize("text,cause,library", [
+    ("python.exe - Entry Point Not Found\nThe procedure entry point cudnnGetLibConfig could not be located in the "
+     "dynamic link library C:\\Python\\Lib\\site-packages\\torch\\lib\\cudnn_adv_infer64_8.dll.", "version_conflict",
+     "cudnn_adv_infer64_8.dll"),
+    ("无法定位程序输入点 cudnnGetVersion 于动态链接库 D:\\paddle\\bin\\cudnn64_8.dll 上。", "version_conflict",
+     "cudnn64_8.dll"),
+    ("The program entry point ?_Xlength_error@std@@YAXPEBD@Z could not be located in the dynamic link library "
+     "C:\\Python\\Lib\\site-packages\\torch\\lib\\c10.dll.", "segfault_abi_mismatch", "c10.dll"),
+    ("The procedure entry point GetSystemTimePreciseAsFileTime could not be located in the dynamic link library "
+     "KERNEL32.dll.", None, None),
+])
+def test_windows_entry_point_not_found(tmp_path: Path, capsys, text: str, cause: str | None,
+                                       library: str | None) -> None:
+    found = primary_of(capsys, tmp_path, text + "\n")
+    assert (found["cause"], found["library"]) == (cause, library)
