@@ -86,6 +86,16 @@ MISSES = {
               "read as an extension built for another stack; the collector read the two packages' versions"),
     "f4288": ("deepspeed_build_failure", "Transformer Engine's JIT build missing cudnn.h (a header, not a library the "
               "loader or linker misses): read as a compiled op's build, which the taxonomy names only for DeepSpeed"),
+    "f4318": ("unknown", "Cython's 'cudf._lib.cudf does not export expected C function' (two RAPIDS builds that do not "
+              "match), which no rule reads"),
+    "f4319": ("unknown", "cuda-python's 'Failed to dlopen libcuda.so' (the driver's library) before a segfault"),
+    "f4326": ("unknown", "XLA's 'DNN library is not found' in a notebook's cut traceback: cuDNN not loadable, said only so"),
+    "f4335": ("cuda_toolkit_mismatch", "JAX's outdated cuSOLVER (a CUDA component other than cuDNN, read as the toolkit's; "
+              "the collector read a version conflict)"),
+    "f4382": ("unknown", "SageMaker's 'Artifact upload failed:Insufficient disk space' (a closed service's reason text)"),
+    "f4397": ("unknown", "aws-ofi-nccl's 'Couldn't find any optimal provider' and 'OFI NCCL failure: 2'"),
+    "f4399": ("segfault_abi_mismatch", "libcusolver's undefined cuBLAS symbol (two CUDA libraries of other releases), read "
+              "as a library built against another; the collector read a version conflict"),
     "f4009": ("unknown", "torch_geometric's warning that importing torch-scatter failed (an undefined symbol) and that it "
               "goes on without it (mined: PyG's warnings are no cause)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
