@@ -147,11 +147,11 @@ def test_a_line_of_the_pastes_width_before_an_exception_is_no_cut() -> None:
 
 
 def test_where_a_paste_has_a_width_a_shorter_line_was_not_wrapped() -> None:
-    cut = b"x" * 120
-    text = (cut + b"\n" + cut + b"\n" + cut + b"\nRuntimeError: Failed to import transformers.trainer because of the "
+    cut = b"\n".join(start + b"x" * (120 - len(start)) for start in (b"alpha ", b"beta ", b"gamma "))
+    text = (cut + b"\nRuntimeError: Failed to import transformers.trainer because of the "
             b"following error (look up to see its traceback):\ncannot import name 'LRScheduler'\n")
     data, joined, soft = unwrapped(text)
-    assert joined == soft == 0 and data.split(b"\n")[4] == b"cannot import name 'LRScheduler'"
+    assert soft == 0 and data.split(b"\n")[4] == b"cannot import name 'LRScheduler'"
 
 
 def test_one_line_cut_at_80_columns_before_a_capital_is_joined(tmp_path: Path) -> None:

@@ -503,7 +503,10 @@ def test_triton_shared_memory_denied_is_not_a_small_dev_shm(tmp_path: Path, caps
     ("ERROR: Could not find a version that satisfies the requirement torch==2.7.1 (from vllm) (from versions: 2.5.1, "
      "2.6.0)", "version_conflict", "vllm"),
     ("ERROR: Could not find a version that satisfies the requirement numpy<2,>=1.21 (from opencv-python) (from "
-     "versions: none)", "version_conflict", "opencv-python"),
+     "versions: 1.19.5, 1.20.3)", "version_conflict", "opencv-python"),
+    # no release at all: an index pip could not reach (mined review-revV-02), not a pin
+    ("ERROR: Could not find a version that satisfies the requirement torch==2.4.0 (from vllm) (from versions: none)",
+     None, None),
     ("ERROR: Could not find a version that satisfies the requirement torch==2.10.0 (from versions: none)", None, None),
     ("ERROR: Could not find a version that satisfies the requirement flash-attn (from versions: none)", None, None),
     ("ERROR: Could not find a version that satisfies the requirement torch==1.7.1 (from -r requirements.txt (line 1)) "

@@ -44,7 +44,10 @@ _LOWER = re.compile(rb"^[a-z]")
 # lines that start something whatever comes before them: a traceback, its frames and its exception's line (a line of
 # exactly the paste's width before one is a line of that length, not a cut)
 _START = re.compile(rb'^(?:Traceback \(most recent call last\)|File "[^"]+", line \d'
-                    rb'|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt): )')
+                    rb'|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt): '
+                    # the shell's report of a child's signal, a line of its own (bash's strsignal words)
+                    rb'|(?:Killed|Segmentation fault|Aborted|Bus error|Illegal instruction|Floating point exception'
+                    rb'|Terminated|Hangup)(?: \(core dumped\))?\s*$)')
 # How log records start, which no wrapped line's rest does: NCCL's 'host:pid:tid [rank]', a date, a level word
 _RECORD = re.compile(rb"^(?:[\w.-]+:\d+:\d+ \[\d+\] |\[?\d{4}-\d\d-\d\d[ T]\d"
                      rb"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b)")
@@ -170,8 +173,9 @@ def _margin(lines: list[bytes]) -> bytes:
 
 
 def _hard_width(lines: list[bytes]) -> int:
-    """The width a paste was hard-wrapped at: the longest line's length when at least three lines have it, or two
-    and it is a console's usual width (0 when none is)."""
+    """The width a paste was hard-wrapped at: the longest line's length when at least three lines of different starts
+    have it, or two and it is a console's usual width (0 when none is). Records of one kind as long as each other
+    (a trainer's loss lines, a logger's lines padded to the console) are no wrap: their starts are alike."""
     width = max((len(line) for line in lines), default=0)
-    count = sum(1 for line in lines if len(line) == width)
-    return width if width >= MIN_WIDTH and (count >= 3 or count == 2 and width in _WIDTHS) else 0
+    starts = {line[:12] for line in lines if len(line) == width}
+    return width if width >= MIN_WIDTH and (len(starts) >= 3 or len(starts) == 2 and width in _WIDTHS) else 0

@@ -268,8 +268,9 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "Start the container with --shm-size=16g or --ipc=host.",
                                 "multiprocessing/synchronize.py SemLock (sem_open)", top))
         # pandarallel hands each worker's data over in files under /dev/shm (its "Memory file system", core.py
-        # MEMORY_FS_ROOT = "/dev/shm", nalepae/pandarallel@0b1db61e): ENOSPC writing them is a full /dev/shm
-        elif _ERRNO28.search(message) and any(path.endswith(_SHM_WRITERS) for path in tb.paths):
+        # MEMORY_FS_ROOT = "/dev/shm", nalepae/pandarallel@0b1db61e): ENOSPC writing them (its own frame innermost, not
+        # a user's function it runs writing elsewhere) is a full /dev/shm
+        elif _ERRNO28.search(message) and tb.paths and tb.paths[-1].endswith(_SHM_WRITERS):
             found.append(_event(tb, "shm_files", "shm_too_small", 0.9, "/dev/shm is full: no room for a worker's data",
                                 "pandarallel passes the data of each worker through files in /dev/shm, and writing "
                                 "one failed with ENOSPC: /dev/shm is full or tiny (a container's 64 MB).",
