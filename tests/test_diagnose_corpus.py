@@ -74,7 +74,7 @@ KNOWN_MISSES = {  # id: (what it reads as, why)
     "c2783": ("unknown", "pyannote's TF32 warnings, cut off before NumPy 2's np.NAN error"),
     "c2834": ("unknown", "mmdeploy's TensorRT traceback cut off before its ImportError (libnvinfer.so.8)"),
 }
-TEST_FLOOR = 449  # benchmarks/README.md: test-half top-1 of the last measurement (449/524, 160531b)
+TEST_FLOOR = 449  # benchmarks/README.md: test-half top-1 of the last measurement (449/524, 353661c)
 
 
 def _labels(split: str) -> list[dict]:

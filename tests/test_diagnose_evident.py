@@ -31,9 +31,10 @@ MISSES = {
     "f1403": ("unknown", "pydantic 2's 'FieldInfo' object has no attribute 'required' deep in transformers' import: an "
               "object's attribute, which any bug raises too"),
     "f1404": ("unknown", "k2's own CMake check: 'PyTorch 1.13.0 is compiled with CUDA None'"),
-    "f1405": ("unknown", "k2's own assert: 'PyTorch is built with CUDA version: 11.7. The current running CUDA version is: "
-              "10.2.89'"),
-    "f1503": ("unknown", "torchvision's 'Failed to register operator torchvision::_new_empty_tensor_op' under torch.onnx"),
+    "f1405": ("unknown", "k2's own assert: 'PyTorch is built with CUDA version: 11.7. The current running CUDA version "
+              "is: 10.2.89'"),
+    "f1503": ("unknown", "torchvision's 'Failed to register operator torchvision::_new_empty_tensor_op' under "
+              "torch.onnx"),
     "f1519": ("unknown", "Python 3.6's 'cannot import name' without the module it was imported from"),
     "f1601": ("unknown", "'Killed' glued to a progress bar inside the user's quoted sentence"),
     "f1605": ("unknown", "an old peft's model object without merge_and_unload (an object's attribute)"),
@@ -50,32 +51,37 @@ MISSES = {
               "only the libraries it stops without)"),
     "f2814": ("unknown", "a training platform's own 'Exception type: OOM ... return code is -9' report, whose source "
               "could not be read"),
-    "f2964": ("unknown", "joblib's ENOSPC warning for its semaphore probe (it goes on in serial mode, as mined shm2-16) "
-              "and a traceback into multiprocessing's Lock cut before its exception"),
+    "f2964": ("unknown", "joblib's ENOSPC warning for its semaphore probe (it goes on in serial mode, as mined "
+              "shm2-16) and a traceback into multiprocessing's Lock cut before its exception"),
     "f3057": ("unknown", "PhysX's 'PxgCudaDeviceMemoryAllocator fail to allocate memory ... Result = 2' (Isaac Gym)"),
     "f3060": ("unknown", "the loader's line cut mid-word by the paste ('libtorch_cuda_cu.so: cannot open shared')"),
     "f3114": ("unknown", "'No module named keras.engine' only as the next line of transformers' 'Failed to import ...' "
               "wrapper, in a ComfyUI node's report without a traceback"),
-    "f3209": ("unknown", "a remote-code tokenizer's 'object has no attribute' (an object's attribute) and a version in prose"),
+    "f3209": ("unknown", "a remote-code tokenizer's 'object has no attribute' (an object's attribute) and a version in "
+              "prose"),
     "f3306": ("segfault_abi_mismatch", "libcublas.so.11's symbol versions not in the libcublasLt.so.11 loaded: read as "
               "a library built against another copy (the collector read two cuBLAS releases: a version conflict)"),
-    "f3314": ("unknown", "TensorRT's engine build: a [W] line that the GPU memory could not be allocated, then 'Could not "
-              "find any implementation' (TensorRT's skipped tactics are no cause: mined review-revN)"),
+    "f3314": ("unknown", "TensorRT's engine build: a [W] line that the GPU memory could not be allocated, then 'Could "
+              "not find any implementation' (TensorRT's skipped tactics are no cause: mined review-revN)"),
     "f3320": ("unknown", "Dask's nanny restarting a worker over its memory budget (a review's counter-example: Dask "
               "restarts workers in runs that finish)"),
-    "f3365": ("unknown", "Horovod's stall warning (ranks waiting on an allreduce), which Horovod does not call a timeout"),
-    "f3510": ("unknown", "RELION's own allocator: 'ERROR: out of memory in .../custom_allocator.cuh ... (error-code 2)'"),
-    "f3562": ("unknown", "a link-time 'undefined reference ...@GLIBCXX_3.4.26' in a make build (the loader's rule reads "
-              "'version ... not found', not the linker's)"),
+    "f3365": ("unknown", "Horovod's stall warning (ranks waiting on an allreduce), which Horovod does not call a "
+              "timeout"),
+    "f3510": ("unknown", "RELION's own allocator: 'ERROR: out of memory in .../custom_allocator.cuh ... (error-code "
+              "2)'"),
+    "f3562": ("unknown", "a link-time 'undefined reference ...@GLIBCXX_3.4.26' in a make build (the loader's rule "
+              "reads 'version ... not found', not the linker's)"),
     "f3653": ("unknown", "pytorch-forecasting's TypeError that a model is not a LightningModule: the lightning and "
               "pytorch_lightning packages, shown only to who knows the split"),
     "f3657": ("unknown", "HugeCTR's 'Runtime error: unhandled system error' with the NCCL call on the next line"),
     "f3658": ("unknown", "the same HugeCTR report on a single node in a container"),
-    "f3700": ("unknown", "a DeepSpeed op's nvcc command cut before its name and its error, then gcc 7's instantiation notes"),
+    "f3700": ("unknown", "a DeepSpeed op's nvcc command cut before its name and its error, then gcc 7's instantiation "
+              "notes"),
     "f3856": ("unknown", "peft against bitsandbytes shown only as an object's missing attribute"),
     "f3869": ("unknown", "accelerate's object without deepspeed_engine_wrapped (an object's attribute)"),
-    "f3913": ("unknown", "DeepSpeed's fp_quantizer op built at install whose module does not define PyInit_fp_quantizer_op "
-              "(a packaging defect of the op, which an extension built for another Python shows too)"),
+    "f3913": ("unknown", "DeepSpeed's fp_quantizer op built at install whose module does not define "
+              "PyInit_fp_quantizer_op (a packaging defect of the op, which an extension built for another Python "
+              "shows too)"),
     "f3917": ("unknown", "DeepSpeed's 'Filtered compute capabilities ['7.0+PTX']' warning (printed also when other "
               "architectures remain) above a traceback cut before its exception"),
     "f3918": ("unknown", "the same warning above DeepSpeed-MII's traceback cut before its exception"),
@@ -89,17 +95,19 @@ MISSES = {
     "f4318": ("unknown", "Cython's 'cudf._lib.cudf does not export expected C function' (two RAPIDS builds that do not "
               "match), which no rule reads"),
     "f4319": ("unknown", "cuda-python's 'Failed to dlopen libcuda.so' (the driver's library) before a segfault"),
-    "f4326": ("unknown", "XLA's 'DNN library is not found' in a notebook's cut traceback: cuDNN not loadable, said only so"),
-    "f4335": ("cuda_toolkit_mismatch", "JAX's outdated cuSOLVER (a CUDA component other than cuDNN, read as the toolkit's; "
-              "the collector read a version conflict)"),
-    "f4382": ("unknown", "SageMaker's 'Artifact upload failed:Insufficient disk space' (a closed service's reason text)"),
+    "f4326": ("unknown", "XLA's 'DNN library is not found' in a notebook's cut traceback: cuDNN not loadable, said "
+              "only so"),
+    "f4335": ("cuda_toolkit_mismatch", "JAX's outdated cuSOLVER (a CUDA component other than cuDNN, read as the "
+              "toolkit's; the collector read a version conflict)"),
+    "f4382": ("unknown", "SageMaker's 'Artifact upload failed:Insufficient disk space' (a closed service's reason "
+              "text)"),
     "f4397": ("unknown", "aws-ofi-nccl's 'Couldn't find any optimal provider' and 'OFI NCCL failure: 2'"),
-    "f4399": ("segfault_abi_mismatch", "libcusolver's undefined cuBLAS symbol (two CUDA libraries of other releases), read "
-              "as a library built against another; the collector read a version conflict"),
-    "f4128": ("unknown", "the mlx5 verbs provider's 'got completion with error' dump, which a run that ends well prints "
-              "too at teardown (a review's counter-example, mined review-revV-03): no rule reads it"),
-    "f4009": ("unknown", "torch_geometric's warning that importing torch-scatter failed (an undefined symbol) and that it "
-              "goes on without it (mined: PyG's warnings are no cause)"),
+    "f4399": ("segfault_abi_mismatch", "libcusolver's undefined cuBLAS symbol (two CUDA libraries of other releases), "
+              "read as a library built against another; the collector read a version conflict"),
+    "f4128": ("unknown", "the mlx5 verbs provider's 'got completion with error' dump, which a run that ends well "
+              "prints too at teardown (a review's counter-example, mined review-revV-03): no rule reads it"),
+    "f4009": ("unknown", "torch_geometric's warning that importing torch-scatter failed (an undefined symbol) and that "
+              "it goes on without it (mined: PyG's warnings are no cause)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
 }

@@ -141,7 +141,7 @@ def events(lines: list[Line]) -> list[Event]:
                 ("python -c 'import torch; print(torch.__version__, torch.version.cuda)'",)))
         elif _ENV_NO_CUDA in text and _collect_env_without_cuda(lines):
             found.append(Event(
-                "cpu_torch", "torch_cpu_only", 0.6, "torch is a CPU-only build (collect_env: no CUDA it was built with)",
+                "cpu_torch", "torch_cpu_only", 0.6, "torch is a CPU-only build (collect_env: built without CUDA)",
                 "torch's environment report says the installed torch was built without CUDA (torch.version.cuda is "
                 "None) and that CUDA is not available, on a machine with an NVIDIA driver: the default index's Windows "
                 "wheel, or a CPU build pip or conda chose.", f"Install {CUDA_TORCH}.", line.file, line.number, text,
