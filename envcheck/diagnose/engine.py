@@ -86,6 +86,7 @@ def diagnose(request: Request, progress: Progress | None = None,
 
 
 def _primary(diagnosis: Diagnosis) -> str | None:
+    """The primary cause's name, None when no cause was found: what a second reading must change to be taken."""
     return diagnosis.causes[0].cause if diagnosis.causes else None
 
 
