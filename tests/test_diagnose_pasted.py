@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.diagnose.engine import Request, diagnose
-from envcheck.diagnose.render import to_dict
+from envcheck.diagnose.render import to_dict, to_text
 from envcheck.diagnose.collectors import unstamped
 from envcheck.diagnose.pasted import unwrapped
 
@@ -158,6 +158,7 @@ def test_one_line_cut_at_80_columns_before_a_capital_is_joined(tmp_path: Path) -
     line = "RuntimeError: CUDA failed with error CUDA driver version is insufficient for CUDA runtime version"
     result = _diagnose(tmp_path, (line[:80] + "\n" + line[80:] + "\n").encode())
     assert result.causes[0].cause == "driver_too_old" and result.joined_lines == 1
+    assert "read again as a paste: 1 wrapped line(s) joined to the line before" in to_text(result)
 
 
 def _wrap(text: str, width: int) -> str:

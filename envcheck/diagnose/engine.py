@@ -72,16 +72,15 @@ def diagnose(request: Request, progress: Progress | None = None,
     again = _scan_repaired(request.logs, matcher, cut_only=not weak)
     if again is None:
         return diagnosis
-    second = _judge(request, signatures, again[0], findings, list(skipped))
-    repair = again[1]
+    second = _judge(request, signatures, again.result, findings, list(skipped))
     if weak:
         take = bool(second.causes) and second.causes[0].confidence > first and (
-            second.causes[0].confidence > _GUESS or not repair.soft)
+            second.causes[0].confidence > _GUESS or not again.soft)
     else:  # a paste cut at its width (_scan_repaired read it only then)
         take = _primary(second) != _primary(diagnosis)
     if take:
-        return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines, joined_lines=repair.joined,
-                       repaired=repair.undone)
+        return replace(second, bytes_read=diagnosis.bytes_read, lines=diagnosis.lines, joined_lines=again.joined,
+                       repaired=again.undone)
     return diagnosis
 
 
@@ -144,11 +143,20 @@ def _judge(request: Request, signatures: dict, result: ScanResult | None, findin
         tuple(skipped), run, ignored)
 
 
-def _scan_repaired(paths: tuple[str, ...], matcher: Matcher,
-                   cut_only: bool = False) -> tuple[ScanResult, pasted.Repaired] | None:
-    """The logs scanned with what pasting did undone (pasted.py), and what was (over all the logs; no data); None when
-    nothing was, the logs are longer than a paste, or one is standard input (read once). CUT_ONLY: only a paste cut at
-    a width (pasted.has_width) is repaired at all."""
+@dataclass(frozen=True)
+class _ReadAgain:
+    """The scan of the logs with what pasting did undone, and what was, over all the logs (pasted.Repaired's counts)."""
+
+    result: ScanResult
+    joined: int
+    soft: int
+    undone: tuple[str, ...]
+
+
+def _scan_repaired(paths: tuple[str, ...], matcher: Matcher, cut_only: bool = False) -> _ReadAgain | None:
+    """The logs scanned with what pasting did undone (pasted.py); None when nothing was, the logs are longer than a
+    paste, or one is standard input (read once). CUT_ONLY: only a paste cut at a width (pasted.has_width) is repaired
+    at all."""
     if "-" in paths:
         return None
     opened, joined, soft, undone, total = [], 0, 0, set(), 0
@@ -173,7 +181,7 @@ def _scan_repaired(paths: tuple[str, ...], matcher: Matcher,
         return None
     logs = [OpenedLog(name, io.BytesIO(data), len(data), owned=True) for name, data in opened]
     try:
-        return scan(logs, matcher, None), pasted.Repaired(b"", joined, soft, tuple(sorted(undone)))
+        return _ReadAgain(scan(logs, matcher, None), joined, soft, tuple(sorted(undone)))
     finally:
         for log in logs:
             log.close()

@@ -122,7 +122,7 @@ def repaired(data: bytes) -> Repaired:
 def unwrapped(data: bytes) -> tuple[bytes, int, int]:
     """DATA with each wrapped line joined to the line before it, how many were joined (0: DATA unchanged), and how
     many of them by their words (a lower-case rest after a long line), not cut at a width."""
-    lines = data.replace(b"\r\n", b"\n").split(b"\n")
+    lines = _lines(data)
     width, margin = _hard_width(lines), _margin(lines)
     out: list[bytes] = []
     head, last = -1, b""  # the index in OUT of the line the next continuation would join; its last piece as printed
@@ -160,7 +160,12 @@ def unwrapped(data: bytes) -> tuple[bytes, int, int]:
 def has_width(data: bytes) -> bool:
     """Whether DATA looks cut at a fixed width (several lines exactly as long as its longest), cheaply: before it is
     read again."""
-    return _hard_width(data.replace(b"\r\n", b"\n").split(b"\n")) > 0
+    return _hard_width(_lines(data)) > 0
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """DATA's lines, a CRLF line end as LF (a paste saved on Windows)."""
+    return data.replace(b"\r\n", b"\n").split(b"\n")
 
 
 def _margin(lines: list[bytes]) -> bytes:

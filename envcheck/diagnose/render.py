@@ -84,6 +84,6 @@ def to_text(d: Diagnosis) -> str:
         undone = ([f"{d.joined_lines} wrapped line(s) joined to the line before"] if d.joined_lines else []) + list(
             d.repaired)
         if undone:
-            out.append(f"  read again as a paste, as nothing matched the lines as they are but weakly: "
-                       f"{'; '.join(undone)}")
+            # (nothing matched the lines as they are but weakly, or the paste was cut at a console's width)
+            out.append(f"  read again as a paste: {'; '.join(undone)}")
     return "\n".join(out).lstrip("\n") + "\n"
