@@ -94,7 +94,8 @@ MISSES = {
               "loader or linker misses): read as a compiled op's build, which the taxonomy names only for DeepSpeed"),
     "f4318": ("unknown", "Cython's 'cudf._lib.cudf does not export expected C function' (two RAPIDS builds that do not "
               "match), which no rule reads"),
-    "f4319": ("unknown", "cuda-python's 'Failed to dlopen libcuda.so' (the driver's library) before a segfault"),
+    "f4319": ("segfault_other", "cuda-python's 'Failed to dlopen libcuda.so' (the driver's library), then zsh's job "
+              "line of the segfault it led to"),
     "f4326": ("unknown", "XLA's 'DNN library is not found' in a notebook's cut traceback: cuDNN not loadable, said "
               "only so"),
     "f4335": ("cuda_toolkit_mismatch", "JAX's outdated cuSOLVER (a CUDA component other than cuDNN, read as the "

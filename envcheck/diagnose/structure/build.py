@@ -11,7 +11,7 @@ from envcheck.diagnose.structure.model import Event, Line
 ANCHORS = (b"cannot find -l", b"ld: cannot find ", b"Unsupported gpu architecture", b"nvcc fatal",
            b"error detected in the compilation of", b"' failed with exit code", b"' failed with exit status",
            b"' failed: No such file or directory", b"-Icsrc/includes", b"Building extension module ",
-           b"ninja: build stopped", b": fatal error: ", b"): error C",
+           b"ninja: build stopped", b"ninja: fatal: ", b"ninja: FATAL: ", b": fatal error: ", b"): error C",
            # MSVC's fatal errors ("f.h(3): fatal error C1083: Cannot open include file") and cl.exe refusing its
            # command line ("cl : Command line error D8021 : invalid numeric argument '/Wno-reorder'")
            b"): fatal error C", b"Command line error D", b"_run_ninja_build", b"unsupported GNU version",
@@ -90,7 +90,10 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu
                       # torch's _check_cuda_version: a gcc outside the bounds of the CUDA toolkit
                       r"|than the (?:maximum|minimum) required version by CUDA"
                       # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
-                      r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+|(?:^|\s)ninja: error: "
+                      # (ninja's Error() and Fatal() in src/util.cc: "ninja: fatal: waitpid(...)", old releases'
+                      # "ninja: FATAL: ")
+                      r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+"
+                      r"|(?:^|\s)ninja: (?:error|fatal|FATAL): "
                       # GNU ld missing an input object: its compile step did not produce it
                       r"|\bld: cannot find \S+\.o: No such file or directory"
                       # no nvcc where the build runs it, or no CUDA toolkit at all

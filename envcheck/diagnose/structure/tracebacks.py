@@ -104,6 +104,9 @@ _LOCAL_NAMES = frozenset({"utils", "util", "src", "models", "model", "data", "li
 # torch.load / pickle finding a class of the module a checkpoint was pickled with: the pickling project's layout
 _UNPICKLING = re.compile(r"[/\\](?:serialization|pickle|_pickle)\.py$")
 # (a paste may cut the message's closing quote: "has no attribute '_make_class_factory")
+# DeepSpeed op names that user code has modules of too ('utils', 'transformer'): read as an op's only under
+# DeepSpeed's frames.
+_GENERIC_OPS = frozenset({"dc", "gds", "pin_memory", "quantizer", "transformer", "utils"})
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)(?:'|$)")
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
 # /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
@@ -229,6 +232,10 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
             # user's shadowing the package (torch.py) or an import cycle, not two versions
             if mod in ("numpy", "np") or "circular import" in message:
                 continue
+            if _NO_ATTR.search(message) and mod in DS_OPS and (
+                    mod not in _GENERIC_OPS or any("deepspeed" in path for path in tb.paths)):
+                found.append(_stale_op(tb, mod))
+                continue
             found.append(_event(tb, "import_version", "version_conflict", 0.75,
                                 f"{mod} does not have '{hit.group('name')}': incompatible package versions",  # type: ignore[union-attr]
                                 f"The installed {mod} lacks a name the calling code imports: the two were released "
@@ -293,6 +300,23 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py",
                                 _op(tb) or (top if top not in ("torch", "deepspeed") else "")))
     return found
+
+
+def _stale_op(tb: Traceback, op: str) -> Event:
+    """A DeepSpeed op's module that lacks a function DeepSpeed calls (cpu_adam without create_adam): the op was built
+    by another DeepSpeed release and loaded from torch's extension cache, or its build left a module without it."""
+    missing = _NO_ATTR.search(tb.message).group("name")  # type: ignore[union-attr]
+    return _event(tb, "ds_stale_op", "deepspeed_build_failure", 0.78,
+                  f"DeepSpeed's {op} op module lacks '{missing}': a stale or broken op build",
+                  f"DeepSpeed loaded its {op} op (a compiled module) and the module lacks a function this DeepSpeed "
+                  "calls: it was built by another DeepSpeed release and found in torch's extension cache "
+                  "(~/.cache/torch_extensions), or its build went wrong.",
+                  f"Delete the cached build (rm -rf ~/.cache/torch_extensions/*/{op}, or TORCH_EXTENSIONS_DIR's) and "
+                  f"run again so that DeepSpeed rebuilds {op}, or reinstall DeepSpeed with the op pre-built "
+                  "(DS_BUILD_OPS=1).", "github:deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641:"
+                  "deepspeed/ops/adam/cpu_adam.py (self.ds_opt_adam = CPUAdamBuilder().load(), then "
+                  "self.ds_opt_adam.create_adam(...)); torch/utils/cpp_extension.py (a JIT build is loaded from "
+                  "TORCH_EXTENSIONS_DIR when its sources are unchanged)", op)
 
 
 def _raises_mismatch(tb: Traceback) -> bool:
