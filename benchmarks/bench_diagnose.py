@@ -122,8 +122,8 @@ def main() -> int:
                                .replace(r"\w", "[[:alnum:]_]").replace(r"\b", "") for p in patterns) + "\n")
     shapes = ("benchmark", "trainer", "ranks", "tracebacks") if args.shape == "all" else (args.shape,)
     print(f"{len(patterns)} signatures, median of {args.runs} runs, one core (taskset -c 0), page cache warm")
-    print(f"| shape | MB | envcheck MB/s (Hyperscan) | envcheck MB/s (re) | grep -E -f MB/s | peak MiB (ours, grep) "
-          f"| ours/grep |")
+    print("| shape | MB | envcheck MB/s (Hyperscan) | envcheck MB/s (re) | grep -E -f MB/s | peak MiB (ours, grep) "
+          "| ours/grep |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for shape in shapes:
         path = args.keep if args.keep and len(shapes) == 1 else os.path.join(args.keep or folder, f"{shape}.log") \

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from test_broken_machines import healthy_h100, python
+from test_broken_machines import healthy_h100
 
 from envcheck.checks import run_checks
 from envcheck.checks.model import Severity

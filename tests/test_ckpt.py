@@ -5,7 +5,6 @@ with the right file named, and `ckpt latest` must choose the older whole checkpo
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 

@@ -12,7 +12,6 @@ import pytest
 
 from envcheck.cli import main
 from envcheck.diagnose.combine import combine
-from envcheck.diagnose.engine import Request, diagnose
 from envcheck.diagnose.exitcodes import from_text, interpret
 from envcheck.diagnose.kernel import read_file
 from envcheck.diagnose.chunks import MAX_LINE

@@ -4,7 +4,6 @@ undefined-symbol import, and (as root with a cgroup v1 memory controller) a real
 from __future__ import annotations
 
 import json
-import os
 import resource
 import shutil
 import subprocess

@@ -49,7 +49,6 @@ def test_environment_yml_pins_the_toolkit_to_torchs_cuda(tmp_path: Path, recorde
 @pytest.mark.parametrize("flags", [FLAGS, ["--driver", "535.104.05", "--gpu", "A100", "--for", "llamafactory"]])
 def test_dockerfile_passes_hadolint(tmp_path: Path, flags: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from envcheck.emit import dockerfile
-    from envcheck.matrix import load_matrix
     from envcheck.resolve.cli import run_resolve
     from envcheck.cli import build_parser
 

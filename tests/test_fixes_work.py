@@ -7,7 +7,6 @@ CONTRACT-shaped snapshots, the healthy-stack corpus).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from conftest import ASSETS

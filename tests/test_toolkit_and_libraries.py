@@ -39,7 +39,7 @@ def test_parse_real_nvcc_output() -> None:
 
 def test_path_and_cuda_home_toolkits(tmp_path: Path) -> None:
     old = fake_toolkit(tmp_path / "cuda-11.8", "11.8.89", with_json=False)
-    new = fake_toolkit(tmp_path / "cuda-12.4", "12.4.131")
+    fake_toolkit(tmp_path / "cuda-12.4", "12.4.131")
     environ = {"PATH": f"{old.parent}:/usr/bin", "CUDA_HOME": str(tmp_path / "cuda-12.4")}
     kits, skipped = probe_cuda_toolkits(environ)
     by_root = {k.path: k for k in kits}

@@ -41,7 +41,7 @@ def render(result: Resolution, command: str, lock: str = "requirements.lock.txt"
         "FROM ${UV_IMAGE} AS uv",
         "",
         "FROM ${BASE_IMAGE}",
-        f'LABEL org.opencontainers.image.description="GPU training stack resolved by envcheck" \\',
+        'LABEL org.opencontainers.image.description="GPU training stack resolved by envcheck" \\',
         f'      io.envcheck.matrix-version="{result.matrix_version}" \\',
         f'      io.envcheck.torch="{result.pins["torch"]}" \\',
         f'      io.envcheck.cuda="{result.cuda}" \\',

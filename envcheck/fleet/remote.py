@@ -58,7 +58,7 @@ def script(plan: RemotePlan, shipping: bool) -> str:
     if plan.command:
         lines.append(f"{plan.command} {probe_args}; rc=$?; how=command")
     else:
-        installed = f'[ -x "$exe" ] && "$exe" -c "import envcheck" >/dev/null 2>&1'
+        installed = '[ -x "$exe" ] && "$exe" -c "import envcheck" >/dev/null 2>&1'
         ship = (f'f=$(mktemp "${{TMPDIR:-/tmp}}/envcheck-XXXXXX") && base64 -d > "$f" && '
                 f'{{ py="$exe"; [ -x "$py" ] || py=$(command -v python3); "$py" "$f" {probe_args}; rc=$?; '
                 f'rm -f "$f"; }}; how=shipped; [ -n "$rc" ] || rc=98')
