@@ -59,3 +59,36 @@ def test_ninjas_fatal_error_stops_a_deepspeed_op_build(tmp_path: Path, capsys) -
             "ninja: fatal: posix_spawn: Argument list too long\n")
     found = primary_of(capsys, tmp_path, text)
     assert (found["cause"], found["library"]) == ("deepspeed_build_failure", "fused_adam")
+
+
+@pytest.mark.parametrize("text", [
+    # unsloth's loader_utils.py prints this and loads another checkpoint (SIG576 reads only the model checks it raises)
+    "Unsloth: Your transformers version of 4.36.2 does not support native 4bit loading.\nThe minimum required version "
+    "is 4.37.\nFor now, we shall load `unsloth/llama-2-7b` instead (still 4bit, just slower downloading).\n",
+    # vLLM's memory profile with room left for the KV cache (only a negative figure is its failure)
+    "INFO 02-26 09:54:05 worker.py:267] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch activation "
+    "peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is 1.05GiB.\n",
+    # ggml's failed cudaMalloc that llama.cpp retries without pipeline parallelism, then runs
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 808.35 MiB on device 1: cudaMalloc failed: out of memory\n"
+    "graph_reserve: failed to allocate compute buffers\n"
+    "sched_reserve: compute buffer allocation failed, retrying without pipeline parallelism\n"
+    "main: server is listening on http://127.0.0.1:8080 - starting the main loop\n",
+    # ggml's failed cudaMalloc alone: what comes after it decides
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 144.00 MiB on device 4: cudaMalloc failed: out of memory\n",
+])
+def test_what_a_program_prints_and_goes_on_after_names_no_cause(tmp_path: Path, capsys, text: str) -> None:
+    assert primary_of(capsys, tmp_path, text)["cause"] is None
+
+
+def test_an_undefined_driver_symbol_is_the_old_driver_where_the_log_says_so(tmp_path: Path, capsys) -> None:
+    """vllm's _C lacking cuTensorMapEncodeTiled (a driver API function, libcuda's) beside torch's 'driver too old':
+    the driver explains the symbol. The symbol's line alone stays an ABI mismatch (the label rule's)."""
+    symbol = ("WARNING 12-30 17:06:52 _custom_ops.py:19] Failed to import from vllm._C with ImportError('/venv/lib/"
+              "python3.10/site-packages/vllm/_C.abi3.so: undefined symbol: cuTensorMapEncodeTiled')\n")
+    driver = ("/venv/lib/python3.10/site-packages/torch/cuda/__init__.py:128: UserWarning: CUDA initialization: The "
+              "NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by "
+              "downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx\n")
+    assert primary_of(capsys, tmp_path, symbol + driver)["cause"] == "driver_too_old"
+    assert primary_of(capsys, tmp_path, symbol)["cause"] == "segfault_abi_mismatch"
+    torch_symbol = symbol.replace("cuTensorMapEncodeTiled", "_ZN3c104cuda20CUDACachingAllocator9allocatorE")
+    assert primary_of(capsys, tmp_path, torch_symbol + driver)["cause"] == "segfault_abi_mismatch"

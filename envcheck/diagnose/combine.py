@@ -147,6 +147,7 @@ def combine(scan: ScanResult | None, signatures: dict[str, object], exit_info: E
         _after_training(crash, [e for e in events if e.kind == FINISHED])
     _drop_compat_probe(drafts, [e for e in events if e.kind == COMPAT_OK])
     _drop_disk_read_as_shm(drafts)
+    _drop_symbols_the_driver_explains(drafts)
     _link_findings(drafts, findings)
     for cause in BUILD_CAUSES:  # nvcc or the CUDA check stopped a build: the package pip was building is to blame
         if cause in drafts and drafts[cause].library is None and hints:
@@ -172,6 +173,24 @@ def _drop_disk_read_as_shm(drafts: dict[str, _Draft]) -> None:
     lines = [(e.file, e.line) for e in disk.evidence if e.source == "log"]
     if lines and all(line in at for line in lines):
         del drafts["disk_full"]
+
+
+# A CUDA driver API function (cuInit, cuTensorMapEncodeTiled: "cu" and a capital; the runtime's are cudaX, the
+# libraries' cublasX, cudnnX): libcuda.so, the driver, defines them (CUDA Driver API reference, docs.nvidia.com).
+_DRIVER_SYMBOL = re.compile(r"undefined symbol: cu[A-Z]\w*")
+
+
+def _drop_symbols_the_driver_explains(drafts: dict[str, _Draft]) -> None:
+    """An extension that lacks a driver API function, in a log that also says the driver is too old: the old driver
+    explains the undefined symbol (a library built for a newer CUDA calls what this libcuda does not define), and
+    updating it clears both. Alone, such a line stays an ABI mismatch: the label rule's undefined symbol."""
+    abi, driver = drafts.get("segfault_abi_mismatch"), drafts.get("driver_too_old")
+    if abi is None or driver is None or set(abi.strength) != {"log"}:
+        return
+    lines = [e for e in abi.evidence if e.source == "log"]
+    if lines and all(_DRIVER_SYMBOL.search(e.text) for e in lines):
+        driver.evidence.extend(e for e in lines if e not in driver.evidence)
+        del drafts["segfault_abi_mismatch"]
 
 
 # a line that says memory ran out (not only that a process got signal 9): numpy's "Unable to allocate", MemoryError,

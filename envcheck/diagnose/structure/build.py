@@ -91,9 +91,9 @@ _STOPPED = re.compile(r"ninja: build stopped|nvcc fatal\s*:(?!\s*Unsupported gpu
                       r"|than the (?:maximum|minimum) required version by CUDA"
                       # the linker (GNU collect2, MSVC link.exe) and ninja's own errors
                       # (ninja's Error() and Fatal() in src/util.cc: "ninja: fatal: waitpid(...)", old releases'
-                      # "ninja: FATAL: ")
+                      # "ninja: FATAL: "; not a fork or posix_spawn without memory: the host's RAM, not the build)
                       r"|collect2: error: ld returned|\bfatal error LNK\d+|: error LNK\d+"
-                      r"|(?:^|\s)ninja: (?:error|fatal|FATAL): "
+                      r"|(?:^|\s)ninja: (?:error: |(?:fatal|FATAL): (?!.*Cannot allocate memory))"
                       # GNU ld missing an input object: its compile step did not produce it
                       r"|\bld: cannot find \S+\.o: No such file or directory"
                       # no nvcc where the build runs it, or no CUDA toolkit at all

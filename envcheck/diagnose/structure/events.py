@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from envcheck.diagnose.prefixes import unprefixed_text
-from envcheck.diagnose.structure import (build, cut, faulthandler, finished, installer, nccl, ngc, no_cuda, oomlines,
-                                         risk, rocm, stopped, tracebacks, unfinished, xid)
+from envcheck.diagnose.structure import (build, cut, faulthandler, finished, ggml, installer, nccl, ngc, no_cuda,
+                                         oomlines, risk, rocm, stopped, tracebacks, unfinished, xid)
 from envcheck.diagnose.structure.model import Event, Line
 from envcheck.diagnose.structure.tracebacks import Traceback
 
@@ -13,7 +13,7 @@ ERRORS = (b"Error: ", b"FAILED: ", b"fatal: ")
 ANCHORS: tuple[bytes, ...] = (*xid.ANCHORS, *build.ANCHORS, *nccl.ANCHORS, *faulthandler.ANCHORS, *installer.ANCHORS,
                               *oomlines.ANCHORS, *no_cuda.ANCHORS, *rocm.ANCHORS,
                               *tracebacks.ANCHORS, *build.NINJA, *unfinished.ANCHORS, *finished.ANCHORS,
-                              *ngc.ANCHORS, *risk.ANCHORS, *stopped.ANCHORS, *ERRORS)
+                              *ngc.ANCHORS, *risk.ANCHORS, *stopped.ANCHORS, *ggml.ANCHORS, *ERRORS)
 
 
 # Anchors whose line is a question and the next line its answer (`>>> print(torch.version.cuda)` then `None`).
@@ -32,7 +32,7 @@ def analyse(lines: list[Line], blocks: list[tuple[list[Line], int]], ends: dict[
     read = [(block, prefix, tracebacks.parse(block, prefix)) for block, prefix in blocks]
     parsed = [tb for _, _, tb in read if tb is not None]
     found: list[Event] = cut.events([(block, prefix) for block, prefix, tb in read if tb is None], lines)
-    for module in (xid, build, nccl, faulthandler, installer, oomlines, no_cuda, rocm, finished, ngc):
+    for module in (xid, build, nccl, faulthandler, installer, oomlines, no_cuda, rocm, finished, ngc, ggml):
         found += module.events(lines)
     found += tracebacks.events(parsed + tracebacks.loose(lines, parsed))
     # a fallback: where another reader found the build's failure, that reader says why and what to do

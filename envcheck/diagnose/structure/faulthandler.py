@@ -21,6 +21,9 @@ _EXTENSIONS = re.compile(r"Extension modules: (?P<mods>.*?)(?: \(total: \d+\))?$
 # Packages whose compiled extension is built against one torch/CUDA ABI: a crash in them is usually that mismatch.
 COMPILED = ("flash_attn", "xformers", "bitsandbytes", "deepspeed", "apex", "vllm", "mamba_ssm", "causal_conv1d",
             "flashinfer", "auto_gptq", "awq", "exllamav2", "torch_scatter", "torch_sparse", "transformer_engine")
+# A Python function named after an NCCL call on top of the stack (vLLM's pynccl_wrapper.py binds libnccl with ctypes:
+# "line 257 in ncclAllReduce"): the crash is in NCCL itself, not in the package's compiled extension.
+_NCCL_CALL = re.compile(r"^nccl[A-Z]\w*$")
 
 
 def events(lines: list[Line]) -> list[Event]:
@@ -43,7 +46,7 @@ def events(lines: list[Line]) -> list[Event]:
         for later in lines[i + 1:i + 60]:
             frame = _FRAME.search(later.text)
             if frame and not top:
-                top = package_of(frame.group("path"))
+                top = "nccl" if _NCCL_CALL.match(frame.group("func")) else package_of(frame.group("path"))
             ext = _EXTENSIONS.search(later.text)
             if ext:
                 extensions = [m.strip() for m in ext.group("mods").split(",")]

@@ -85,7 +85,9 @@ RISKS = (
     _cpu(r"no GPU has been detected", r"Falling back to CPU mode", "text-generation-webui's CPU fallback",
          "text-generation-webui modules/models.py ('torch.cuda.is_available() returned False. This means that no "
          "GPU has been detected. Falling back to CPU mode.')"),
-    Risk(re.compile(r"No libcudart\.so found! Install CUDA or the cudatoolkit package"), None,
+    # (then its CPU library loads, and cextension.py warns it was 'compiled without GPU support', a closing line)
+    Risk(re.compile(r"No libcudart\.so found! Install CUDA or the cudatoolkit package"),
+         re.compile(r"The installed version of bitsandbytes was compiled without GPU support"),
          "missing_cuda_library", "libcudart",
          "The paste ends at bitsandbytes finding no CUDA runtime (libcudart.so) and shows no error",
          "bitsandbytes looked for libcudart.so in the library path, CUDA_HOME and the conda environment and found "
@@ -93,7 +95,20 @@ RISKS = (
          "Put the CUDA runtime where bitsandbytes looks: install the CUDA toolkit or the nvidia-cuda-runtime wheel "
          "for your CUDA, or add its lib64 folder to LD_LIBRARY_PATH; then run python -m bitsandbytes.",
          "bitsandbytes 0.35-0.40 cuda_setup/main.py (evaluate_cuda_setup: 'WARNING: No libcudart.so found!', then it "
-         "loads libbitsandbytes_cpu.so)"),
+         "loads libbitsandbytes_cpu.so); bitsandbytes-foundation/bitsandbytes 0.39.1-0.41.0 (4395d68c, a06a0f6a) "
+         "bitsandbytes/cextension.py (the CPU library lacks cadam32bit_grad_fp32: warn('The installed version of "
+         "bitsandbytes was compiled without GPU support. ...') and import goes on)"),
+    Risk(re.compile(r"Skipping import of cpp extensions due to incompatible torch version"), None,
+         "version_conflict", "torchao",
+         "The paste ends at torchao skipping its C++/CUDA ops for an older torch, and shows no error",
+         "torchao compares the installed torch with the release its compiled ops were built for and, with an older "
+         "torch, logs this warning and loads without them: its quantized and fused kernels (and what vLLM, "
+         "diffusers or transformers call in it) are missing or fall back.",
+         "Install the torch the message asks for (or the torchao release built for the installed torch: pip install "
+         "'torchao==<the release for your torch>'), in the same environment.",
+         "github:pytorch/ao@02105d46c61dc80a8c9d39d5836e827ba3af8439:torchao/__init__.py (v0.17.0: with torch below "
+         "2.11.0, logger.warning('Skipping import of cpp extensions due to incompatible torch version. Please upgrade "
+         "to torch >= 2.11.0 (found ...).') and the .so files are not loaded)"),
     Risk(re.compile(r"/dev/shm because /dev/shm has only \d+ bytes available"),
          re.compile(r"of available RAM|This will harm performance"), "shm_too_small", "ray",
          "The paste ends at Ray's warning that /dev/shm is too small for its object store, and shows no error",
@@ -121,7 +136,8 @@ RISKS = (
 ANCHORS = (b"+cpu", b"device: cpu, n_gpu: 0", b"but CUDA is not available",
            b"FP16 is not supported on CPU", b"Running on CPU now!", b"no GPU has been detected",
            b"Falling back to CPU mode", b"No libcudart.so found", b"/dev/shm has only ", b"of available RAM",
-           b"This will harm performance")
+           b"This will harm performance", b"compiled without GPU support",
+           b"Skipping import of cpp extensions due to incompatible")
 
 
 def events(lines: list[Line], parsed: list[object], ends: dict[str, int], tails: list[Line],

@@ -104,9 +104,11 @@ _LOCAL_NAMES = frozenset({"utils", "util", "src", "models", "model", "data", "li
 # torch.load / pickle finding a class of the module a checkpoint was pickled with: the pickling project's layout
 _UNPICKLING = re.compile(r"[/\\](?:serialization|pickle|_pickle)\.py$")
 # (a paste may cut the message's closing quote: "has no attribute '_make_class_factory")
-# DeepSpeed op names that user code has modules of too ('utils', 'transformer'): read as an op's only under
-# DeepSpeed's frames.
-_GENERIC_OPS = frozenset({"dc", "gds", "pin_memory", "quantizer", "transformer", "utils"})
+# DeepSpeed's own files (installed, or a source checkout's packages): an op module's missing function is a stale op
+# only where DeepSpeed itself calls it, since op names are ordinary module names ('utils', 'transformer') and other
+# projects build ops of the same names (ColossalAI's cpu_adam).
+_DS_FRAME = re.compile(r"(?:site|dist)-packages[/\\]deepspeed[/\\]"
+                       r"|[/\\]deepspeed[/\\](?:ops|runtime|inference|module_inject|moe|checkpoint|comm)[/\\]")
 _NO_ATTR = re.compile(r"module '(?P<mod>[\w.]+)' has no attribute '(?P<name>\w+)(?:'|$)")
 _ERRNO28 = re.compile(r"\[Errno 28\]|[Nn]o space left on device")
 # /dev/shm, or torch's shared-memory files </torch_<pid>_<n>> (torch/lib/libshm): a full shm, not a full disk.
@@ -232,9 +234,14 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
             # user's shadowing the package (torch.py) or an import cycle, not two versions
             if mod in ("numpy", "np") or "circular import" in message:
                 continue
-            if _NO_ATTR.search(message) and mod in DS_OPS and (
-                    mod not in _GENERIC_OPS or any("deepspeed" in path for path in tb.paths)):
-                found.append(_stale_op(tb, mod))
+            op = _ds_op(hit.group("mod"), tb) if _NO_ATTR.search(message) else None  # type: ignore[union-attr]
+            if op:
+                found.append(_stale_op(tb, op))
+                continue
+            # a module of a folder name projects use for their own code ('utils'), raised outside installed
+            # packages: the user's module, not a release
+            if (_NO_ATTR.search(message) and mod in _LOCAL_NAMES
+                    and not (tb.paths and _INSTALLED.search(tb.paths[-1]))):
                 continue
             found.append(_event(tb, "import_version", "version_conflict", 0.75,
                                 f"{mod} does not have '{hit.group('name')}': incompatible package versions",  # type: ignore[union-attr]
@@ -300,6 +307,17 @@ def events(tracebacks: list[Traceback]) -> list[Event]:
                                 "torch/utils/cpp_extension.py CUDA_MISMATCH_MESSAGE; DeepSpeed op_builder/builder.py",
                                 _op(tb) or (top if top not in ("torch", "deepspeed") else "")))
     return found
+
+
+def _ds_op(module: str, tb: Traceback) -> str | None:
+    """The DeepSpeed op a module that lacks a name is: a pre-built op's own module (deepspeed.ops.adam.cpu_adam_op),
+    or a JIT-built op's bare name (cpu_adam) where the frame that raised is DeepSpeed's."""
+    if module.startswith("deepspeed.ops."):
+        op = module.rsplit(".", 1)[-1].removesuffix("_op")
+        return op if op in DS_OPS else None
+    if module in DS_OPS and tb.paths and _DS_FRAME.search(tb.paths[-1]):
+        return module
+    return None
 
 
 def _stale_op(tb: Traceback, op: str) -> Event:
