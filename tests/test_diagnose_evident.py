@@ -111,6 +111,15 @@ MISSES = {
               "it goes on without it (mined: PyG's warnings are no cause)"),
     "f519": ("unknown", "torch's 'too old version of GCC' #error above a rank's traceback into DeepSpeed's engine, "
              "cut before its exception; no line shows a DeepSpeed op being built"),
+    "f4415": ("unknown", "cuBLAS's 'kernel execution error ... error: 8' on a K80 alone (8 is CUBLAS_STATUS_ARCH_MISMATCH "
+              "only by the collector's reading; the paste names no status)"),
+    "f4468": ("unknown", "huggingface_hub's 'Not enough free disk space to download the file' (a warning after which "
+              "the download goes on, SIG130's note) before a traceback cut above its exception"),
+    "f4469": ("unknown", "ggml's failed cudaMalloc and llama.cpp's KV-cache update failing to allocate compute buffers, "
+              "which it logs and goes on after (the context's failure, structure/ggml.py, is not in the paste)"),
+    "f4484": ("unknown", "torch's 'no longer supports this GPU because it is too old' warning alone (printed for a "
+              "display card beside a supported GPU too: docs/diagnose-json.md)"),
+    "f4485": ("unknown", "the same warning of torch's for a GT 630M, then a traceback cut above its exception"),
 }
 
 
