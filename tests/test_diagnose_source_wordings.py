@@ -29,6 +29,15 @@ STALE_OP = ("Traceback (most recent call last):\n"
      "disk_full"),
     # DeepSpeed's cpu_adam.py calling create_adam on a cached op built by another release
     (STALE_OP, "deepspeed_build_failure"),
+    # THC's __THCudaCheck (aten/src/THC/THCGeneral.cpp) with 209, cudaErrorNoKernelImageForDevice, in both its lines cut by a paste's width
+    ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=209 : no kernel image is available\n",
+     "cuda_arch_unsupported"),
+    ("RuntimeError: cuda runtime error (209) : no kernel image is available for\n", "cuda_arch_unsupported"),
+    # glibc's dl-lookup.c: torch's CUDA library calls an NCCL function the loaded libnccl.so.2 lacks
+    ("ImportError: /venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
+     "ncclCommRegister\n", "version_conflict"),
+    # NumPy 2.0's __getattr__ message as a rendered page copies it, without its backticks
+    ("AttributeError: np.float_ was removed in the NumPy 2.0 release. Use np.float64 instead.\n", "numpy_abi"),
 ])
 def test_a_line_in_its_programs_words_reads_as_its_cause(tmp_path: Path, capsys, text: str, cause: str) -> None:
     assert primary_of(capsys, tmp_path, text)["cause"] == cause

@@ -34,7 +34,8 @@ NUMPY_REMOVED = (
     # v2.0.0's numpy/__init__.py no longer has
     "bool8", "int0", "uint0", "str0", "bytes0", "void0", "object0")
 _REMOVED_NAMES = "|".join(sorted(NUMPY_REMOVED, key=len, reverse=True))
-REMOVED = re.compile(r"`np\.\w+` was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
+# (the backticks are NumPy's; a GitHub page renders them as code and a copy of it loses them)
+REMOVED = re.compile(r"`?np\.\w+`? was removed in the NumPy 2\.0 release|module 'numpy' has no attribute "
                      r"'(?:" + _REMOVED_NAMES + r")'|cannot import name '(?:" + _REMOVED_NAMES
                      + r")' from 'numpy'")
 # A module compiled against NumPy 1.x under NumPy 2: its own import_array (NumPy 1.x's generated __multiarray_api.h)
