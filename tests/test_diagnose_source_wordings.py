@@ -38,6 +38,19 @@ STALE_OP = ("Traceback (most recent call last):\n"
      "ncclCommRegister\n", "version_conflict"),
     # NumPy 2.0's __getattr__ message as a rendered page copies it, without its backticks
     ("AttributeError: np.float_ was removed in the NumPy 2.0 release. Use np.float64 instead.\n", "numpy_abi"),
+    # earlyoom's kill_process (kill.c), in its current and its v1.6 wording
+    ('Sep 10 21:54:23 gpu01 earlyoom[904]: sending SIGTERM to process 2232050 uid 1000 "python": oom_score 712, '
+     'oom_score_adj 0, VmRSS 45140 MiB, cmdline "python train.py"\n', "host_oom"),
+    ('earlyoom[611]: sending SIGKILL to process 8812 uid 0 "python3": badness 901, VmRSS 30012 MiB\n', "host_oom"),
+    # Ray's memory monitor's advice after its kill summary (ray-oom-prevention.rst), the summary cut off above it
+    ("(raylet) Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/"
+     "ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node or reducing task "
+     "parallelism by requesting more CPUs per task.\n", "host_oom"),
+    # Marian's NCCL_CHECK (src/tensors/gpu/cuda_helpers.h)
+    ("[2021-03-01 10:00:01] Error: NCCL error 2 'unhandled system error' - /marian/src/training/communicator_nccl.h:"
+     "139: ncclGroupEnd()\n", "nccl_error"),
+    # SageAttention's setup.py checking nvcc's version against the GPU's compute capability
+    ("    RuntimeError: CUDA 12.4 or higher is required for compute capability 8.9.\n", "cuda_toolkit_mismatch"),
 ])
 def test_a_line_in_its_programs_words_reads_as_its_cause(tmp_path: Path, capsys, text: str, cause: str) -> None:
     assert primary_of(capsys, tmp_path, text)["cause"] == cause
@@ -71,6 +84,10 @@ def test_ninjas_fatal_error_stops_a_deepspeed_op_build(tmp_path: Path, capsys) -
 
 
 @pytest.mark.parametrize("text", [
+    # earlyoom at its limits that finds nothing it may kill (kill.c), and ttyd's ordinary SIGHUP to its child
+    "earlyoom[904]: low memory! at or below SIGTERM limits: mem 10.00%, swap 10.00%\n"
+    "earlyoom[904]: Could not find a process to kill. Sleeping 1 second.\n",
+    "[2024/05/01 10:00:00:0000] N: sending SIGHUP to process 5321\n",
     # unsloth's loader_utils.py prints this and loads another checkpoint (SIG576 reads only the model checks it raises)
     "Unsloth: Your transformers version of 4.36.2 does not support native 4bit loading.\nThe minimum required version "
     "is 4.37.\nFor now, we shall load `unsloth/llama-2-7b` instead (still 4bit, just slower downloading).\n",
